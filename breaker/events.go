@@ -1,0 +1,76 @@
+package breaker
+
+import (
+	"sync"
+	"time"
+)
+
+// EventLog keeps transition events for the admin API.
+type EventLog interface {
+	Append(Event)
+	// Since returns the events strictly after t, oldest first.
+	Since(t time.Time) []Event
+	// Latest returns the newest n events, oldest first.
+	Latest(n int) []Event
+}
+
+// Ring is a bounded in-memory EventLog: the oldest events make room.
+type Ring struct {
+	mu     sync.Mutex
+	events []Event
+	next   int
+	full   bool
+}
+
+// NewRing returns a log that keeps the last size events.
+func NewRing(size int) *Ring {
+	if size < 1 {
+		size = 1
+	}
+	return &Ring{events: make([]Event, size)}
+}
+
+// Append implements EventLog.
+func (r *Ring) Append(e Event) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.events[r.next] = e
+	r.next = (r.next + 1) % len(r.events)
+	if r.next == 0 {
+		r.full = true
+	}
+}
+
+// ordered returns every kept event, oldest first. r.mu must be held.
+func (r *Ring) ordered() []Event {
+	if !r.full {
+		return append([]Event(nil), r.events[:r.next]...)
+	}
+	out := make([]Event, 0, len(r.events))
+	out = append(out, r.events[r.next:]...)
+	return append(out, r.events[:r.next]...)
+}
+
+// Since implements EventLog.
+func (r *Ring) Since(t time.Time) []Event {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := []Event{}
+	for _, e := range r.ordered() {
+		if e.Time.After(t) {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// Latest implements EventLog.
+func (r *Ring) Latest(n int) []Event {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	all := r.ordered()
+	if len(all) > n {
+		all = all[len(all)-n:]
+	}
+	return all
+}

@@ -1,0 +1,30 @@
+package breaker
+
+import (
+	"context"
+	"time"
+)
+
+// Store holds the state of breakers and makes every decision about one
+// breaker atomically. Implementations: the in-process MemoryStore, and a
+// shared one for replicas. Each method returns the transitions it made, for
+// the Set to publish; now comes from the Set's clock.
+type Store interface {
+	// Allow asks for a permit to call id now, or refuses with *OpenError.
+	Allow(ctx context.Context, id ID, s Settings, now time.Time) (Permit, []Event, error)
+	// Done records the verdict of a permitted call.
+	Done(ctx context.Context, id ID, p Permit, v Verdict, r Report, s Settings, now time.Time) ([]Event, error)
+	// Reset forces id closed, counts cleared.
+	Reset(ctx context.Context, id ID, s Settings, now time.Time) ([]Event, error)
+	// ForceOpen forces id open until reset.
+	ForceOpen(ctx context.Context, id ID, s Settings, now time.Time) ([]Event, error)
+	// Status reads id, turning open into half-open when its time has passed.
+	Status(ctx context.Context, id ID, s Settings, now time.Time) (Status, []Event, error)
+}
+
+// Permit lets one call go. Token is the store's own bookkeeping.
+type Permit struct {
+	// Probe is true for the single call of a half-open breaker.
+	Probe bool
+	Token any
+}
