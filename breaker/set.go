@@ -189,16 +189,19 @@ func (s *Set) storeError(err error) {
 func (s *Set) publish(events []Event) {
 	for _, e := range events {
 		s.opts.Events.Append(e)
-		attrs := []any{
-			slog.String("time", e.Time.Format(time.RFC3339Nano)),
+		// The record carries the transition's own time.
+		r := slog.NewRecord(e.Time, slog.LevelInfo, "breaker transition", 0)
+		r.AddAttrs(
 			slog.String("breaker_key", e.BreakerKey),
 			slog.String("operation", string(e.Operation)),
 			slog.String("from", string(e.From)),
 			slog.String("to", string(e.To)),
 			slog.String("reason", e.Reason),
 			slog.Any("evidence", e.Evidence),
+		)
+		if h := s.opts.Logger.Handler(); h.Enabled(context.Background(), slog.LevelInfo) {
+			_ = h.Handle(context.Background(), r)
 		}
-		s.opts.Logger.Info("breaker transition", attrs...)
 		if s.opts.OnTransition != nil {
 			s.opts.OnTransition(e)
 		}

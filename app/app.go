@@ -1,0 +1,153 @@
+// Package app is the composition root: it builds the whole aggregator
+// (sources, breakers, limiter, fan-out, metrics, HTTP server) from a
+// validated configuration. cmd/aggregator and the end-to-end tests use it,
+// so tests run exactly what production runs.
+package app
+
+import (
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/multas/aggregator"
+	"github.com/multas/aggregator/breaker"
+	"github.com/multas/aggregator/config"
+	"github.com/multas/aggregator/fanout"
+	"github.com/multas/aggregator/metrics"
+	"github.com/multas/aggregator/problem"
+	"github.com/multas/aggregator/ratelimit"
+	"github.com/multas/aggregator/server"
+	"github.com/multas/aggregator/sources"
+)
+
+// Options are the outside world the App runs in; zero values are defaults.
+type Options struct {
+	Logger *slog.Logger
+	// Now is the clock; time.Now when nil.
+	Now func() time.Time
+	// BreakerStore holds breaker state; in-process when nil.
+	BreakerStore breaker.Store
+	// LimitStore holds rate-limit state; in-process when nil.
+	LimitStore ratelimit.Store
+	// Transport carries the calls to portals; a pooled one when nil.
+	Transport http.RoundTripper
+}
+
+// App is one aggregator replica.
+type App struct {
+	Config   *config.Config
+	Breakers *breaker.Set
+	Limiter  *ratelimit.Limiter
+	Engine   *fanout.Engine
+	Metrics  *metrics.Metrics
+	Server   *server.Server
+}
+
+// New builds a replica from cfg.
+func New(cfg *config.Config, opts Options) (*App, error) {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.BreakerStore == nil {
+		opts.BreakerStore = breaker.NewMemoryStore()
+	}
+	if opts.LimitStore == nil {
+		opts.LimitStore = ratelimit.NewMemoryStore()
+	}
+	if opts.Transport == nil {
+		opts.Transport = NewTransport()
+	}
+	a := &App{Config: cfg}
+	var m *metrics.Metrics
+	a.Breakers = breaker.NewSet(opts.BreakerStore, breaker.Options{
+		Now:    opts.Now,
+		Logger: opts.Logger,
+		OnTransition: func(e breaker.Event) {
+			if m != nil {
+				m.Transition(e)
+			}
+		},
+		OnStoreError: func(err error) { opts.Logger.Warn("breaker store error", "err", err.Error()) },
+	})
+	m = metrics.New(a.Breakers)
+	a.Metrics = m
+	a.Limiter = ratelimit.New(opts.LimitStore, opts.Now)
+
+	client := &http.Client{Transport: opts.Transport}
+	members := make([]fanout.Member, 0, len(cfg.Sources))
+	for _, sc := range cfg.Sources {
+		src, err := sources.New(sourceSpec(sc), client, opts.Now)
+		if err != nil {
+			return nil, fmt.Errorf("source %s: %w", sc.ID, err)
+		}
+		key := sc.BreakerKey
+		if key == "" {
+			key = sc.ID
+		}
+		settings := server.BreakerSettings(sc.Breaker, time.Duration(sc.Timeout)+time.Second)
+		for _, op := range aggregator.Operations {
+			if _, ok := sc.Operations[op]; ok {
+				a.Breakers.Add(breaker.ID{Key: key, Operation: op}, sc.ID, settings)
+			}
+		}
+		a.Limiter.Configure(sc.ID, ratelimit.Settings{
+			RPS: sc.RateLimit.RPS, Burst: sc.RateLimit.Burst,
+			MaxWait: time.Duration(sc.RateLimit.MaxWait), MaxPause: time.Duration(sc.RateLimit.MaxPause),
+		})
+		members = append(members, fanout.Member{
+			Source: src, BreakerKey: key, Timeout: time.Duration(sc.Timeout),
+			Retry: fanout.Retry{MaxRetries: sc.Retry.MaxRetries, InitialBackoff: time.Duration(sc.Retry.InitialBackoff),
+				MaxBackoff: time.Duration(sc.Retry.MaxBackoff)},
+		})
+	}
+	catalog := problem.Catalog{Base: cfg.Problems.BaseURI}
+	a.Engine = fanout.New(members, fanout.Options{
+		Breakers: a.Breakers, Limiter: a.Limiter, Problems: catalog, Observer: m, Now: opts.Now,
+	})
+	var keys *ratelimit.Keys
+	if len(cfg.Server.APIKeys) > 0 {
+		ks := make([]ratelimit.Key, len(cfg.Server.APIKeys))
+		for i, k := range cfg.Server.APIKeys {
+			ks[i] = ratelimit.Key{Name: k.Name, Key: k.Key, RPS: k.RPS, Burst: k.Burst}
+		}
+		keys = ratelimit.NewKeys(ks, opts.Now)
+	}
+	a.Server = server.New(server.Options{
+		Engine: a.Engine, Breakers: a.Breakers, Limiter: a.Limiter, Metrics: m, Problems: catalog,
+		Logger: opts.Logger, Deadline: time.Duration(cfg.Query.Deadline), MaxDeadline: time.Duration(cfg.Query.MaxDeadline),
+		AdminToken: cfg.Server.AdminToken, Keys: keys, Now: opts.Now,
+	})
+	return a, nil
+}
+
+func sourceSpec(sc config.Source) sources.Spec {
+	ops := make(map[aggregator.Operation]sources.OperationSpec, len(sc.Operations))
+	for op, o := range sc.Operations {
+		ops[op] = sources.OperationSpec{Method: o.Method, Path: o.Path, Accepts: o.Accepts}
+	}
+	return sources.Spec{
+		ID: sc.ID, Jurisdiction: sc.Jurisdiction, BaseURL: sc.BaseURL, Headers: sc.Headers,
+		Operations: ops, Items: sc.Response.Items, Fields: sc.Response.Fields, StatusMap: sc.Response.StatusMap,
+		Location: sc.Location, Currency: sc.Currency, MaxResponseBytes: sc.MaxResponseBytes,
+	}
+}
+
+// NewTransport is the pooled transport for portal calls: connections are
+// reused across queries; every call is bounded by its context.
+func NewTransport() *http.Transport {
+	return &http.Transport{
+		Proxy:                 http.ProxyFromEnvironment,
+		DialContext:           (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		MaxIdleConns:          512,
+		MaxIdleConnsPerHost:   128,
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   5 * time.Second,
+		ExpectContinueTimeout: time.Second,
+		ForceAttemptHTTP2:     true,
+	}
+}

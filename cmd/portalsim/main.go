@@ -1,0 +1,218 @@
+// Command portalsim runs simulated jurisdiction portals with fault
+// injection, for benchmarks, tests and demos:
+//
+//	portalsim [-listen 127.0.0.1:9100] [-demo | -jurisdictions FILE] [-config-out FILE]
+//
+// The -listen address serves an index (GET / lists the portals and their
+// current faults, GET /sources.yaml the aggregator's `sources:` config);
+// the portals listen on the following ports, one each (9101, 9102, …), or
+// on free ports when the port is 0. It prints each portal's id, behaviour
+// and base URL, then the `sources:` YAML (or writes it to -config-out).
+// Each portal's behaviour can be changed while it runs:
+//
+//	curl -X PUT -d '{"mode":"flaky","fail_rate":0.3,"retry_after":"5s"}' http://127.0.0.1:9101/_sim/fault
+//
+// SIGINT or SIGTERM shuts it down gracefully.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strconv"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/multas/aggregator/portalsim"
+)
+
+func main() {
+	if err := run(context.Background(), os.Args, os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "portalsim:", err)
+		os.Exit(1)
+	}
+}
+
+// shutdownTimeout bounds the graceful shutdown.
+const shutdownTimeout = 5 * time.Second
+
+// run serves the portals until ctx is done or a signal arrives.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	fs := flag.NewFlagSet(args[0], flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	listen := fs.String("listen", "127.0.0.1:9100", "address of the index; the portals take the following ports (port 0: free ports)")
+	demo := fs.Bool("demo", false, "serve the demo jurisdictions (what is served without -jurisdictions)")
+	file := fs.String("jurisdictions", "", "serve the jurisdictions of this JSON `file` (an array) instead of the demo")
+	configOut := fs.String("config-out", "", "write the aggregator `sources:` YAML to this `file` instead of stdout")
+	if err := fs.Parse(args[1:]); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if *demo && *file != "" {
+		return errors.New("-demo and -jurisdictions exclude each other")
+	}
+	js := portalsim.Demo()
+	if *file != "" {
+		var err error
+		if js, err = readJurisdictions(*file); err != nil {
+			return err
+		}
+	}
+
+	indexLn, err := net.Listen("tcp", *listen)
+	if err != nil {
+		return err
+	}
+	portalsAddr, err := nextPort(indexLn.Addr().String(), *listen)
+	if err != nil {
+		indexLn.Close()
+		return err
+	}
+	sims, err := portalsim.StartAt(portalsAddr, js)
+	if err != nil {
+		indexLn.Close()
+		return err
+	}
+	sources := portalsim.AggregatorYAML(js, sims.URLs())
+	index := &http.Server{
+		Handler:           indexHandler(sims, sources),
+		ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog:          log.New(stderr, "portalsim: ", 0),
+	}
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- index.Serve(indexLn) }()
+
+	if err := printBanner(stdout, "http://"+indexLn.Addr().String()+"/", sims); err != nil {
+		return errors.Join(err, shutdown(index, sims))
+	}
+	if *configOut != "" {
+		if err := os.WriteFile(*configOut, []byte(sources), 0o644); err != nil {
+			return errors.Join(err, shutdown(index, sims))
+		}
+		fmt.Fprintf(stdout, "\nAggregator sources written to %s\n", *configOut)
+	} else {
+		fmt.Fprintf(stdout, "\n# Aggregator config, sources section:\n%s", sources)
+	}
+
+	select {
+	case <-ctx.Done():
+		return shutdown(index, sims)
+	case err := <-serveErr:
+		return errors.Join(err, shutdown(index, sims))
+	}
+}
+
+// shutdown stops the index and the portals gracefully, within
+// shutdownTimeout.
+func shutdown(index *http.Server, sims *portalsim.Server) error {
+	ctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+	defer cancel()
+	var errs []error
+	if err := index.Shutdown(ctx); err != nil {
+		errs = append(errs, err)
+	}
+	if err := sims.Shutdown(ctx); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// nextPort is where the portals listen: the port after the index's, or
+// free ports (port 0) when the index itself asked for a free port.
+func nextPort(bound, asked string) (string, error) {
+	host, port, err := net.SplitHostPort(bound)
+	if err != nil {
+		return "", err
+	}
+	if _, askedPort, err := net.SplitHostPort(asked); err == nil && askedPort == "0" {
+		return net.JoinHostPort(host, "0"), nil
+	}
+	n, err := strconv.Atoi(port)
+	if err != nil {
+		return "", err
+	}
+	return net.JoinHostPort(host, strconv.Itoa(n+1)), nil
+}
+
+// readJurisdictions reads a JSON array of portalsim.Jurisdiction.
+func readJurisdictions(name string) ([]portalsim.Jurisdiction, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var js []portalsim.Jurisdiction
+	dec := json.NewDecoder(f)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&js); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	if len(js) == 0 {
+		return nil, fmt.Errorf("%s: no jurisdictions", name)
+	}
+	return js, nil
+}
+
+func printBanner(w io.Writer, indexURL string, sims *portalsim.Server) error {
+	fmt.Fprintf(w, "portalsim: index %s (GET / lists the portals, GET /sources.yaml the aggregator config)\n\n", indexURL)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tJURISDICTION\tSHAPE\tBEHAVIOUR\tBASE URL")
+	for _, p := range sims.Portals() {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", p.ID(), p.Name(), p.Shape(), p.Fault(), sims.URL(p.ID()))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if ps := sims.Portals(); len(ps) > 0 {
+		_, err := fmt.Fprintf(w, "\nChange a portal's behaviour while it runs:\n  curl -X PUT -d '{\"mode\":\"down\"}' %s/_sim/fault\n", sims.URL(ps[0].ID()))
+		return err
+	}
+	return nil
+}
+
+// portalInfo is one entry of the index.
+type portalInfo struct {
+	ID    string          `json:"id"`
+	Name  string          `json:"name"`
+	Shape portalsim.Shape `json:"shape"`
+	Fault portalsim.Fault `json:"fault"`
+	URL   string          `json:"url"`
+}
+
+// indexHandler serves GET / (the portals, with their current faults) and
+// GET /sources.yaml.
+func indexHandler(sims *portalsim.Server, sources string) http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
+		var list struct {
+			Portals []portalInfo `json:"portals"`
+		}
+		for _, p := range sims.Portals() {
+			list.Portals = append(list.Portals, portalInfo{ID: p.ID(), Name: p.Name(), Shape: p.Shape(), Fault: p.Fault(), URL: sims.URL(p.ID())})
+		}
+		w.Header().Set("Content-Type", "application/json; charset=utf-8")
+		json.NewEncoder(w).Encode(list)
+	})
+	mux.HandleFunc("GET /sources.yaml", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/yaml; charset=utf-8")
+		io.WriteString(w, sources)
+	})
+	return mux
+}

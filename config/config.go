@@ -1,0 +1,214 @@
+// Package config loads the aggregator's YAML configuration (SPEC 6): it
+// expands ${NAME} references, applies the built-in defaults, merges the
+// `defaults` block into every source key by key, and validates the result,
+// reporting every problem at once with its file, line and key path.
+//
+// The configuration is parsed into a yaml.Node tree and walked by this
+// package, so that unknown keys, wrong types and invalid values are all
+// reported together, and so that environment values are substituted inside
+// already-parsed scalars: a value cannot inject YAML structure.
+package config
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"time"
+
+	"github.com/multas/aggregator"
+)
+
+// Config is the whole, validated configuration. Sources hold their
+// effective settings: every value they inherit from Defaults is merged in.
+type Config struct {
+	Server   Server   `yaml:"server" json:"server"`
+	Problems Problems `yaml:"problems" json:"problems"`
+	Query    Query    `yaml:"query" json:"query"`
+	Store    Store    `yaml:"store" json:"store"`
+	Async    Async    `yaml:"async" json:"async"`
+	Webhooks Webhooks `yaml:"webhooks" json:"webhooks"`
+	// Defaults is the `defaults` block as written, over the built-in defaults.
+	Defaults Defaults `yaml:"defaults" json:"defaults"`
+	// Sources are the configured portals, in file order, each with every
+	// inherited default merged in.
+	Sources []Source `yaml:"sources" json:"sources"`
+}
+
+// Server configures the HTTP API.
+type Server struct {
+	// Listen is the address the API listens on (default 127.0.0.1:8080).
+	Listen string `yaml:"listen" json:"listen"`
+	// AdminToken is the bearer token of /v1/admin; empty closes the admin
+	// surface to everyone.
+	AdminToken string `yaml:"admin_token" json:"admin_token"`
+	// APIKeys, when not empty, makes X-API-Key mandatory on client endpoints.
+	APIKeys []APIKey `yaml:"api_keys" json:"api_keys"`
+}
+
+// APIKey is one client credential with its own request budget.
+type APIKey struct {
+	Name string  `yaml:"name" json:"name"`
+	Key  string  `yaml:"key" json:"key"`
+	RPS  float64 `yaml:"rps" json:"rps"`
+	// Burst is the bucket size; 0 in the file means ceil(RPS).
+	Burst int `yaml:"burst" json:"burst"`
+}
+
+// Problems configures RFC 9457 problem documents.
+type Problems struct {
+	// BaseURI prefixes every problem slug. When empty it defaults to
+	// http://<listen>/problems/ (see DefaultBaseURI).
+	BaseURI string `yaml:"base_uri" json:"base_uri"`
+}
+
+// Query bounds the total time of one synchronous query.
+type Query struct {
+	Deadline    Duration `yaml:"deadline" json:"deadline"`
+	MaxDeadline Duration `yaml:"max_deadline" json:"max_deadline"`
+}
+
+// Store selects where shared state lives.
+type Store struct {
+	// RedisURL, when set, shares state between replicas (redis:// or rediss://).
+	RedisURL  string `yaml:"redis_url" json:"redis_url"`
+	KeyPrefix string `yaml:"key_prefix" json:"key_prefix"`
+}
+
+// Async configures asynchronous queries.
+type Async struct {
+	MaxWait    Duration `yaml:"max_wait" json:"max_wait"`
+	ReleaseRPS float64  `yaml:"release_rps" json:"release_rps"`
+}
+
+// Webhooks configures the delivery of asynchronous results.
+type Webhooks struct {
+	// SigningSecret is `whsec_` followed by the base64 key (Standard
+	// Webhooks); empty means deliveries are not signed.
+	SigningSecret string         `yaml:"signing_secret" json:"signing_secret"`
+	Timeout       Duration       `yaml:"timeout" json:"timeout"`
+	MaxAttempts   int            `yaml:"max_attempts" json:"max_attempts"`
+	Backoff       Duration       `yaml:"backoff" json:"backoff"`
+	AllowPrivate  bool           `yaml:"allow_private" json:"allow_private"`
+	Breaker       WebhookBreaker `yaml:"breaker" json:"breaker"`
+}
+
+// WebhookBreaker is the breaker of each callback origin.
+type WebhookBreaker struct {
+	ConsecutiveFailures int      `yaml:"consecutive_failures" json:"consecutive_failures"`
+	OpenFor             Duration `yaml:"open_for" json:"open_for"`
+}
+
+// Retry configures retries of one source call inside one query (SPEC 4.3).
+type Retry struct {
+	MaxRetries     int      `yaml:"max_retries" json:"max_retries"`
+	InitialBackoff Duration `yaml:"initial_backoff" json:"initial_backoff"`
+	MaxBackoff     Duration `yaml:"max_backoff" json:"max_backoff"`
+}
+
+// RateLimit is a source's outbound budget and pause bounds (SPEC 4.2).
+type RateLimit struct {
+	// RPS is the request rate; 0 means no budget.
+	RPS float64 `yaml:"rps" json:"rps"`
+	// Burst is the bucket size. In a source's effective settings, 0 with a
+	// positive RPS is replaced by ceil(RPS).
+	Burst    int      `yaml:"burst" json:"burst"`
+	MaxWait  Duration `yaml:"max_wait" json:"max_wait"`
+	MaxPause Duration `yaml:"max_pause" json:"max_pause"`
+}
+
+// Defaults are the settings every source inherits and may override.
+type Defaults struct {
+	Timeout          Duration  `yaml:"timeout" json:"timeout"`
+	TimeZone         string    `yaml:"time_zone" json:"time_zone"`
+	Currency         string    `yaml:"currency" json:"currency"`
+	MaxResponseBytes int64     `yaml:"max_response_bytes" json:"max_response_bytes"`
+	Retry            Retry     `yaml:"retry" json:"retry"`
+	Breaker          Breaker   `yaml:"breaker" json:"breaker"`
+	RateLimit        RateLimit `yaml:"rate_limit" json:"rate_limit"`
+}
+
+// Source is one jurisdiction's portal with its effective settings.
+type Source struct {
+	ID           string `yaml:"id" json:"id"`
+	Jurisdiction string `yaml:"jurisdiction" json:"jurisdiction"`
+	BaseURL      string `yaml:"base_url" json:"base_url"`
+	// BreakerKey groups sources whose failures are correlated; it defaults
+	// to ID.
+	BreakerKey string            `yaml:"breaker_key" json:"breaker_key"`
+	Headers    map[string]string `yaml:"headers" json:"headers"`
+	// Operations holds only the operations the source supports.
+	Operations map[aggregator.Operation]Operation `yaml:"operations" json:"operations"`
+	Response   Response                           `yaml:"response" json:"response"`
+
+	Timeout  Duration `yaml:"timeout" json:"timeout"`
+	TimeZone string   `yaml:"time_zone" json:"time_zone"`
+	// Location is TimeZone, loaded.
+	Location         *time.Location `yaml:"-" json:"-"`
+	Currency         string         `yaml:"currency" json:"currency"`
+	MaxResponseBytes int64          `yaml:"max_response_bytes" json:"max_response_bytes"`
+	Retry            Retry          `yaml:"retry" json:"retry"`
+	Breaker          Breaker        `yaml:"breaker" json:"breaker"`
+	RateLimit        RateLimit      `yaml:"rate_limit" json:"rate_limit"`
+}
+
+// Operation is how a source answers one operation.
+type Operation struct {
+	// Method is GET (the default) or POST.
+	Method string `yaml:"method" json:"method"`
+	// Path is appended to the source's base_url; it holds the placeholders
+	// of its operation: {domain} for by_domain, {id} and {id_kind} for
+	// by_id, {infraction_id} for voucher.
+	Path string `yaml:"path" json:"path"`
+	// Accepts lists the kinds of person id a by_id operation takes
+	// (default both); it is empty for the other operations.
+	Accepts []aggregator.IDKind `yaml:"accepts,omitempty" json:"accepts,omitempty"`
+}
+
+// Response maps a portal's JSON answer with RFC 6901 pointers.
+type Response struct {
+	// Items points to the array of infractions ("" is the whole answer).
+	Items string `yaml:"items" json:"items"`
+	// Fields maps infraction fields (id, date, description, place, amount,
+	// currency, status) to pointers inside each item.
+	Fields map[string]string `yaml:"fields" json:"fields"`
+	// StatusMap maps the portal's status text (case-insensitive) to one of
+	// unpaid, paid, in_process, unknown.
+	StatusMap map[string]string `yaml:"status_map" json:"status_map"`
+}
+
+// Load reads and parses the configuration file at path; see Parse.
+func Load(path string, getenv func(string) string) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	return Parse(data, path, getenv)
+}
+
+// DefaultBaseURI is the problems.base_uri used when none is configured:
+// http://<listen>/problems/, with localhost standing for an empty or
+// unspecified (0.0.0.0, ::) listen host.
+func DefaultBaseURI(listen string) string {
+	host, port, err := net.SplitHostPort(listen)
+	if err != nil {
+		return "http://" + listen + "/problems/"
+	}
+	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+		host = "localhost"
+	}
+	return "http://" + net.JoinHostPort(host, port) + "/problems/"
+}
+
+// SetListen overrides server.listen (the -listen flag). When
+// problems.base_uri is the default derived from the previous address, it
+// follows the new one.
+func (c *Config) SetListen(addr string) error {
+	if msg := checkListen(addr); msg != "" {
+		return Errors{{Key: "server.listen", Msg: msg}}
+	}
+	if c.Problems.BaseURI == DefaultBaseURI(c.Server.Listen) {
+		c.Problems.BaseURI = DefaultBaseURI(addr)
+	}
+	c.Server.Listen = addr
+	return nil
+}

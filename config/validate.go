@@ -1,0 +1,518 @@
+package config
+
+import (
+	"encoding/base64"
+	"fmt"
+	"math"
+	"net"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	// Time zones must load on machines without a zoneinfo database.
+	_ "time/tzdata"
+
+	"github.com/multas/aggregator"
+)
+
+// validate checks every value of c, once defaults are filled in, and loads
+// each source's Location. It reports every problem it finds.
+func validate(c *Config) Errors {
+	var errs Errors
+	zones := map[string]*time.Location{}
+	zone := func(name string) (*time.Location, error) {
+		if loc, ok := zones[name]; ok {
+			return loc, nil
+		}
+		loc, err := time.LoadLocation(name)
+		if err == nil {
+			zones[name] = loc
+		}
+		return loc, err
+	}
+
+	validateServer(&errs, c.Server)
+	if u, err := url.Parse(c.Problems.BaseURI); err != nil || u.Scheme == "" {
+		errs.add("problems.base_uri", "want an absolute URI such as https://api.example.com/problems/")
+	}
+	validateQuery(&errs, c.Query)
+	if c.Store.RedisURL != "" {
+		if u, err := url.Parse(c.Store.RedisURL); err != nil || (u.Scheme != "redis" && u.Scheme != "rediss") {
+			errs.add("store.redis_url", "want a redis:// or rediss:// URL (value not shown: it may hold a password)")
+		}
+	}
+	if c.Async.MaxWait <= 0 {
+		errs.add("async.max_wait", "must be positive")
+	}
+	if !positive(c.Async.ReleaseRPS) {
+		errs.add("async.release_rps", "must be positive")
+	}
+	validateWebhooks(&errs, c.Webhooks)
+
+	defaults := validateSettings("defaults", c.Defaults, zone)
+	errs = append(errs, defaults...)
+	inherited := map[string]bool{}
+	for _, e := range defaults {
+		inherited[strings.TrimPrefix(e.Key, "defaults")+"\x00"+e.Msg] = true
+	}
+
+	if len(c.Sources) == 0 {
+		errs.add("sources", "at least one source is required")
+	}
+	ids := map[string]int{}
+	keys := map[string]int{}
+	for i := range c.Sources {
+		s := &c.Sources[i]
+		p := index("sources", i)
+		validateSource(&errs, p, *s)
+		if s.ID != "" {
+			if j, dup := ids[s.ID]; dup {
+				errs.add(child(p, "id"), "duplicate id %q (also %s)", s.ID, index("sources", j))
+			} else {
+				ids[s.ID] = i
+			}
+		}
+		// A problem the source only inherits is reported once, on defaults.
+		for _, e := range validateSettings(p, s.settings(), zone) {
+			if !inherited[strings.TrimPrefix(e.Key, p)+"\x00"+e.Msg] {
+				errs = append(errs, e)
+			}
+		}
+		if loc, err := zone(s.TimeZone); err == nil {
+			s.Location = loc
+		}
+		if j, shared := keys[s.BreakerKey]; shared {
+			if diff := c.Sources[j].Breaker.diff(s.Breaker); len(diff) > 0 {
+				errs.add(child(p, "breaker"), "source %q shares breaker_key %q with source %q (%s), so their breaker settings must be the same: %s",
+					s.ID, s.BreakerKey, c.Sources[j].ID, index("sources", j), strings.Join(diff, ", "))
+			}
+		} else if s.BreakerKey != "" {
+			keys[s.BreakerKey] = i
+		}
+	}
+	return errs
+}
+
+// validateServer checks the server block.
+func validateServer(errs *Errors, s Server) {
+	if msg := checkListen(s.Listen); msg != "" {
+		errs.add("server.listen", "%s", msg)
+	}
+	names := map[string]int{}
+	keys := map[string]int{}
+	for i, k := range s.APIKeys {
+		p := index("server.api_keys", i)
+		if strings.TrimSpace(k.Name) == "" {
+			errs.add(child(p, "name"), "required")
+		} else if j, dup := names[k.Name]; dup {
+			errs.add(child(p, "name"), "duplicate name %q (also %s)", k.Name, index("server.api_keys", j))
+		} else {
+			names[k.Name] = i
+		}
+		if k.Key == "" {
+			errs.add(child(p, "key"), "required")
+		} else if j, dup := keys[k.Key]; dup {
+			errs.add(child(p, "key"), "same key as %s", index("server.api_keys", j))
+		} else {
+			keys[k.Key] = i
+		}
+		if !positive(k.RPS) {
+			errs.add(child(p, "rps"), "must be positive")
+		}
+		if k.Burst < 0 {
+			errs.add(child(p, "burst"), "must not be negative (0 means ceil(rps))")
+		}
+	}
+}
+
+// checkListen describes what is wrong with a listen address, or is empty.
+func checkListen(addr string) string {
+	if addr == "" {
+		return "required"
+	}
+	_, port, err := net.SplitHostPort(addr)
+	if n, perr := strconv.ParseUint(port, 10, 16); err != nil || perr != nil || n > math.MaxUint16 {
+		return fmt.Sprintf("want host:port such as 127.0.0.1:8080, got %q", addr)
+	}
+	return ""
+}
+
+// validateQuery checks the query block.
+func validateQuery(errs *Errors, q Query) {
+	if q.MaxDeadline <= 0 {
+		errs.add("query.max_deadline", "must be positive")
+	}
+	switch {
+	case q.Deadline <= 0:
+		errs.add("query.deadline", "must be positive")
+	case q.MaxDeadline > 0 && q.Deadline > q.MaxDeadline:
+		errs.add("query.deadline", "must not exceed query.max_deadline (%s)", q.MaxDeadline)
+	}
+}
+
+// validateWebhooks checks the webhooks block.
+func validateWebhooks(errs *Errors, w Webhooks) {
+	if w.SigningSecret != "" && !validSecret(w.SigningSecret) {
+		errs.add("webhooks.signing_secret", `want "whsec_" followed by a base64 key (value not shown)`)
+	}
+	if w.Timeout <= 0 {
+		errs.add("webhooks.timeout", "must be positive")
+	}
+	if w.MaxAttempts < 1 {
+		errs.add("webhooks.max_attempts", "must be at least 1")
+	}
+	if w.Backoff < 0 {
+		errs.add("webhooks.backoff", "must not be negative")
+	}
+	if w.Breaker.ConsecutiveFailures < 1 {
+		errs.add("webhooks.breaker.consecutive_failures", "must be at least 1")
+	}
+	if w.Breaker.OpenFor <= 0 {
+		errs.add("webhooks.breaker.open_for", "must be positive")
+	}
+}
+
+// validSecret reports whether s is a Standard Webhooks secret: whsec_
+// followed by a non-empty base64 key (padded or not).
+func validSecret(s string) bool {
+	enc, ok := strings.CutPrefix(s, "whsec_")
+	if !ok {
+		return false
+	}
+	key, err := base64.StdEncoding.DecodeString(enc)
+	if err != nil {
+		key, err = base64.RawStdEncoding.DecodeString(enc)
+	}
+	return err == nil && len(key) > 0
+}
+
+// validateSettings checks the inheritable settings of a source or of the
+// defaults block, with key paths under prefix.
+func validateSettings(prefix string, s Defaults, zone func(string) (*time.Location, error)) Errors {
+	var errs Errors
+	if s.Timeout <= 0 {
+		errs.add(child(prefix, "timeout"), "must be positive")
+	}
+	if s.TimeZone == "" {
+		errs.add(child(prefix, "time_zone"), "required")
+	} else if _, err := zone(s.TimeZone); err != nil {
+		errs.add(child(prefix, "time_zone"), "unknown time zone %q (want an IANA name such as America/Argentina/Buenos_Aires)", s.TimeZone)
+	}
+	if !validCurrency(s.Currency) {
+		errs.add(child(prefix, "currency"), "want a three-letter upper-case ISO 4217 code such as ARS, got %q", s.Currency)
+	}
+	if s.MaxResponseBytes <= 0 {
+		errs.add(child(prefix, "max_response_bytes"), "must be positive")
+	}
+
+	r, rp := s.Retry, child(prefix, "retry")
+	if r.MaxRetries < 0 {
+		errs.add(child(rp, "max_retries"), "must not be negative")
+	}
+	if r.InitialBackoff < 0 {
+		errs.add(child(rp, "initial_backoff"), "must not be negative")
+	}
+	if r.MaxBackoff < 0 {
+		errs.add(child(rp, "max_backoff"), "must not be negative")
+	} else if r.InitialBackoff > r.MaxBackoff {
+		errs.add(child(rp, "initial_backoff"), "must not exceed max_backoff (%s)", r.MaxBackoff)
+	}
+
+	errs = append(errs, s.Breaker.Validate(child(prefix, "breaker"))...)
+
+	l, lp := s.RateLimit, child(prefix, "rate_limit")
+	if l.RPS < 0 {
+		errs.add(child(lp, "rps"), "must not be negative (0 means no budget)")
+	}
+	if l.Burst < 0 {
+		errs.add(child(lp, "burst"), "must not be negative (0 means ceil(rps))")
+	}
+	if l.MaxWait < 0 {
+		errs.add(child(lp, "max_wait"), "must not be negative")
+	}
+	if l.MaxPause <= 0 {
+		errs.add(child(lp, "max_pause"), "must be positive")
+	}
+	return errs
+}
+
+// validCurrency reports whether c is three upper-case ASCII letters.
+func validCurrency(c string) bool {
+	if len(c) != 3 {
+		return false
+	}
+	for i := range 3 {
+		if c[i] < 'A' || c[i] > 'Z' {
+			return false
+		}
+	}
+	return true
+}
+
+// validateSource checks what is a source's own: its identity, portal,
+// operations and response mapping.
+func validateSource(errs *Errors, p string, s Source) {
+	switch {
+	case s.ID == "":
+		errs.add(child(p, "id"), "required")
+	case !validID(s.ID):
+		errs.add(child(p, "id"), "%q must be lower-case letters, digits, _ and -, starting with a letter or digit", s.ID)
+	}
+	if s.ID != "" && s.BreakerKey != s.ID && !validID(s.BreakerKey) {
+		errs.add(child(p, "breaker_key"), "%q must be lower-case letters, digits, _ and -, starting with a letter or digit", s.BreakerKey)
+	}
+	if strings.TrimSpace(s.Jurisdiction) == "" {
+		errs.add(child(p, "jurisdiction"), "required")
+	}
+	if s.BaseURL == "" {
+		errs.add(child(p, "base_url"), "required")
+	} else if u, err := url.Parse(s.BaseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		errs.add(child(p, "base_url"), "want an absolute http:// or https:// URL")
+	} else if u.RawQuery != "" || u.ForceQuery || u.Fragment != "" {
+		errs.add(child(p, "base_url"), "must not have a query or fragment (write them in the operation paths)")
+	}
+	validateHeaders(errs, child(p, "headers"), s.Headers)
+	validateOperations(errs, child(p, "operations"), s.Operations)
+	validateResponse(errs, child(p, "response"), s.Response, s.Operations)
+}
+
+// validID reports whether id matches ^[a-z0-9][a-z0-9_-]*$.
+func validID(id string) bool {
+	for i := range len(id) {
+		c := id[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= '0' && c <= '9':
+		case (c == '_' || c == '-') && i > 0:
+		default:
+			return false
+		}
+	}
+	return id != ""
+}
+
+// validateHeaders checks header names and values; values are never shown.
+func validateHeaders(errs *Errors, p string, h map[string]string) {
+	canonical := map[string]string{}
+	for _, name := range sortedKeys(h) {
+		kp := child(p, name)
+		if !validToken(name) {
+			errs.add(kp, "not a valid HTTP header name")
+			continue
+		}
+		if strings.ContainsFunc(h[name], func(r rune) bool { return r < ' ' && r != '\t' || r == 0x7f }) {
+			errs.add(kp, "value contains a control character (value not shown)")
+		}
+		c := strings.ToLower(name)
+		if other, dup := canonical[c]; dup {
+			errs.add(kp, "same header as %q (header names are case-insensitive)", other)
+		}
+		canonical[c] = name
+	}
+}
+
+// validToken reports whether s is an RFC 9110 token.
+func validToken(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := range len(s) {
+		c := s[i]
+		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0 {
+			continue
+		}
+		return false
+	}
+	return true
+}
+
+// placeholders says which path placeholders op provides, and which one
+// its path requires.
+func placeholders(op aggregator.Operation) (required string, available []string) {
+	switch op {
+	case aggregator.ByDomain:
+		return "domain", []string{"domain"}
+	case aggregator.ByID:
+		return "id", []string{"id", "id_kind"}
+	}
+	return "infraction_id", []string{"infraction_id"}
+}
+
+// validateOperations checks each configured operation.
+func validateOperations(errs *Errors, p string, ops map[aggregator.Operation]Operation) {
+	if len(ops) == 0 {
+		errs.add(p, "at least one operation (by_domain, by_id, voucher) is required")
+		return
+	}
+	for _, name := range sortedKeys(ops) {
+		op, kp := ops[name], child(p, string(name))
+		if !name.Valid() {
+			errs.add(kp, "unknown operation (want by_domain, by_id or voucher)")
+			continue
+		}
+		if op.Method != "GET" && op.Method != "POST" {
+			errs.add(child(kp, "method"), "want GET or POST, got %q", op.Method)
+		}
+		for _, msg := range checkPath(name, op.Path) {
+			errs.add(child(kp, "path"), "%s", msg)
+		}
+		if name != aggregator.ByID {
+			if op.Accepts != nil {
+				errs.add(child(kp, "accepts"), "only by_id takes accepts")
+			}
+			continue
+		}
+		if len(op.Accepts) == 0 {
+			errs.add(child(kp, "accepts"), "must list at least one of cuit, dni (leave it out for both)")
+		}
+		for i, k := range op.Accepts {
+			switch {
+			case k != aggregator.CUIT && k != aggregator.DNI:
+				errs.add(index(child(kp, "accepts"), i), "want cuit or dni, got %q", k)
+			case slices.Index(op.Accepts, k) < i:
+				errs.add(index(child(kp, "accepts"), i), "%q is listed twice", k)
+			}
+		}
+	}
+}
+
+// checkPath lists what is wrong with an operation's path template.
+func checkPath(op aggregator.Operation, path string) []string {
+	if path == "" {
+		return []string{"required"}
+	}
+	var msgs []string
+	if path[0] != '/' || strings.HasPrefix(path, "//") {
+		msgs = append(msgs, `must start with a single "/"`)
+	}
+	required, available := placeholders(op)
+	found := false
+	rest, filled := path, ""
+	for {
+		open := strings.IndexByte(rest, '{')
+		if stray := strings.IndexByte(rest, '}'); stray >= 0 && (open < 0 || stray < open) {
+			msgs = append(msgs, `has a "}" without "{"`)
+			break
+		}
+		if open < 0 {
+			filled += rest
+			break
+		}
+		end := strings.IndexByte(rest[open:], '}')
+		if end < 0 {
+			msgs = append(msgs, `has a "{" without "}"`)
+			break
+		}
+		name := rest[open+1 : open+end]
+		switch {
+		case slices.Contains(available, name):
+			found = found || name == required
+		case name == "domain" || name == "id" || name == "id_kind" || name == "infraction_id":
+			msgs = append(msgs, fmt.Sprintf("{%s} is not available to %s (it has %s)", name, op, braced(available)))
+		default:
+			msgs = append(msgs, fmt.Sprintf("unknown placeholder {%s} (%s has %s)", name, op, braced(available)))
+		}
+		filled += rest[:open] + "x"
+		rest = rest[open+end+1:]
+	}
+	if !found {
+		msgs = append(msgs, fmt.Sprintf("must contain {%s}", required))
+	}
+	if u, err := url.Parse(filled); err != nil || u.Scheme != "" || u.Host != "" || u.Fragment != "" {
+		msgs = append(msgs, "is not a URL path with an optional query")
+	}
+	return msgs
+}
+
+// braced lists placeholder names as {a}, {b}.
+func braced(names []string) string {
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = "{" + n + "}"
+	}
+	return strings.Join(out, ", ")
+}
+
+// fieldNames lists the keys of response.fields.
+const fieldNames = "id, date, description, place, amount, currency, status"
+
+// validField reports whether name is a key of response.fields.
+func validField(name string) bool {
+	switch name {
+	case "id", "date", "description", "place", "amount", "currency", "status":
+		return true
+	}
+	return false
+}
+
+// validateResponse checks the response mapping of a source.
+func validateResponse(errs *Errors, p string, r Response, ops map[aggregator.Operation]Operation) {
+	if msg := checkPointer(r.Items); msg != "" {
+		errs.add(child(p, "items"), "%s", msg)
+	}
+	fp := child(p, "fields")
+	for _, name := range sortedKeys(r.Fields) {
+		if !validField(name) {
+			errs.add(child(fp, name), "unknown field (want one of %s)", fieldNames)
+			continue
+		}
+		if msg := checkPointer(r.Fields[name]); msg != "" {
+			errs.add(child(fp, name), "%s", msg)
+		}
+	}
+	_, byDomain := ops[aggregator.ByDomain]
+	_, byID := ops[aggregator.ByID]
+	if _, ok := r.Fields["id"]; !ok && (byDomain || byID) {
+		errs.add(child(fp, "id"), "required when by_domain or by_id is configured")
+	}
+	sp := child(p, "status_map")
+	folded := map[string]string{}
+	for _, text := range sortedKeys(r.StatusMap) {
+		st := aggregator.Status(r.StatusMap[text])
+		if !st.Valid() {
+			errs.add(child(sp, text), "want unpaid, paid, in_process or unknown, got %q", st)
+		}
+		f := strings.ToLower(text)
+		if other, dup := folded[f]; dup && r.StatusMap[other] != r.StatusMap[text] {
+			errs.add(child(sp, text), "conflicts with %q (portal statuses are matched case-insensitively)", other)
+		}
+		folded[f] = text
+	}
+}
+
+// checkPointer describes what is wrong with an RFC 6901 JSON pointer, or
+// is empty.
+func checkPointer(ptr string) string {
+	if ptr == "" {
+		return ""
+	}
+	if ptr[0] != '/' {
+		return `want an RFC 6901 JSON pointer: "" or starting with "/"`
+	}
+	for i := 0; i < len(ptr); i++ {
+		if ptr[i] != '~' {
+			continue
+		}
+		if i+1 == len(ptr) || (ptr[i+1] != '0' && ptr[i+1] != '1') {
+			return `"~" must be escaped as ~0 (and "/" inside a name as ~1)`
+		}
+		i++
+	}
+	return ""
+}
+
+// positive reports whether f is a finite number above zero.
+func positive(f float64) bool {
+	return f > 0 && !math.IsInf(f, 1)
+}
+
+// sortedKeys returns the keys of m in order, for deterministic messages.
+func sortedKeys[K ~string, V any](m map[K]V) []K {
+	keys := make([]K, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}

@@ -1,0 +1,197 @@
+package fanout
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+
+	"github.com/multas/aggregator"
+	"github.com/multas/aggregator/breaker"
+	"github.com/multas/aggregator/ratelimit"
+	"github.com/multas/aggregator/sources"
+)
+
+// outcome is what became of one source call, retries included.
+type outcome struct {
+	outcome    aggregator.Outcome
+	status     int
+	retryAfter time.Duration
+	err        error
+	detail     string
+	// release frees the call's context; set on success, for a caller that
+	// still reads the answer (a voucher streaming through).
+	release context.CancelFunc
+}
+
+// attempt makes one call to the portal under ctx, which carries the
+// source's own timeout; pause is the back-off the portal asked for.
+type attempt func(ctx context.Context) (status int, pause time.Duration, err error)
+
+// call runs do for member m and operation op: the rate limiter first (so a
+// refused call never holds a half-open probe slot), then the breaker, then
+// the portal, retried per SPEC 4.3.
+func (e *Engine) call(ctx context.Context, m Member, op aggregator.Operation, do attempt) outcome {
+	source := m.Source.Spec().ID
+	id := m.BreakerID(op)
+	bo := newBackoff(m.Retry)
+	var last *outcome
+	for n := 0; ; n++ {
+		if e.opts.Limiter != nil {
+			if err := e.opts.Limiter.Admit(ctx, source, remaining(ctx)); err != nil {
+				if last != nil {
+					return *last
+				}
+				var le *ratelimit.LimitedError
+				if !errors.As(err, &le) {
+					return e.deadline(source, op)
+				}
+				// Open and paused at once: circuit-open is what the client sees.
+				if st, err := e.opts.Breakers.Status(ctx, id); err == nil && (st.State == breaker.Open || st.State == breaker.ForcedOpen) {
+					return e.skippedOpen(source, op, id, st)
+				}
+				e.observe(source, op, aggregator.SkippedRateLimited, 0)
+				return outcome{outcome: aggregator.SkippedRateLimited, retryAfter: le.RetryAfter,
+					detail: "The portal's rate limit kept the call from going."}
+			}
+		}
+		c, err := e.opts.Breakers.Allow(ctx, id)
+		if err != nil {
+			if last != nil {
+				return *last // the breaker opened while we retried
+			}
+			var oe *breaker.OpenError
+			retryAfter := time.Second
+			if errors.As(err, &oe) {
+				retryAfter = oe.RetryAfter
+			}
+			e.observe(source, op, aggregator.SkippedOpen, 0)
+			return outcome{outcome: aggregator.SkippedOpen, retryAfter: retryAfter, detail: openDetail(oe)}
+		}
+		callCtx, cancel := context.WithTimeout(ctx, m.Timeout)
+		start := e.opts.Now()
+		status, pause, err := do(callCtx)
+		elapsed := e.opts.Now().Sub(start)
+		res := classify(ctx, status, pause, err)
+		c.Done(context.WithoutCancel(ctx), breaker.Report{Outcome: res.outcome, Status: res.status, Elapsed: elapsed, RetryAfter: res.retryAfter})
+		e.observe(source, op, res.outcome, elapsed)
+		if res.retryAfter > 0 && e.opts.Limiter != nil && (res.outcome == aggregator.RateLimited || res.outcome == aggregator.Unavailable || res.outcome == aggregator.Succeeded) {
+			res.retryAfter = e.opts.Limiter.Pause(context.WithoutCancel(ctx), source, res.retryAfter)
+		}
+		if res.outcome == aggregator.Succeeded {
+			res.release = cancel
+			return res
+		}
+		cancel()
+		if res.outcome == aggregator.Deadline && last != nil {
+			return *last // the budget cut a retry: the earlier failure is the cause
+		}
+		last = &res
+		if !retryable(res) || n >= m.Retry.MaxRetries {
+			return res
+		}
+		wait := bo.next()
+		if res.retryAfter > wait {
+			wait = res.retryAfter
+		}
+		if wait >= remaining(ctx) || e.opts.Sleep(ctx, wait) != nil {
+			return res // never beyond the query's budget
+		}
+	}
+}
+
+func (e *Engine) deadline(source string, op aggregator.Operation) outcome {
+	e.observe(source, op, aggregator.Deadline, 0)
+	return outcome{outcome: aggregator.Deadline}
+}
+
+func (e *Engine) skippedOpen(source string, op aggregator.Operation, id breaker.ID, st breaker.Status) outcome {
+	e.observe(source, op, aggregator.SkippedOpen, 0)
+	retryAfter := st.OpenUntil.Sub(e.opts.Now())
+	if st.State == breaker.ForcedOpen {
+		s, _ := e.opts.Breakers.Settings(id)
+		retryAfter = s.OpenFor
+	}
+	return outcome{outcome: aggregator.SkippedOpen, retryAfter: retryAfter, detail: "The source's circuit breaker is open."}
+}
+
+func openDetail(oe *breaker.OpenError) string {
+	switch {
+	case oe == nil:
+		return "The source's circuit breaker is open."
+	case oe.Probing:
+		return "The source is recovering: its single probe call is in flight."
+	case oe.State == breaker.ForcedOpen:
+		return "The source's circuit breaker was opened by an operator."
+	}
+	return "The source's circuit breaker is open after recent failures."
+}
+
+// classify turns one call's error into an outcome. A timeout while the
+// query's own context has ended is the query's budget, not the source's.
+func classify(ctx context.Context, status int, pause time.Duration, err error) outcome {
+	if err == nil {
+		return outcome{outcome: aggregator.Succeeded, status: status, retryAfter: pause}
+	}
+	if ctx.Err() != nil {
+		return outcome{outcome: aggregator.Deadline, err: err}
+	}
+	var se *sources.Error
+	if errors.As(err, &se) {
+		return outcome{outcome: se.Outcome, status: se.Status, retryAfter: se.Pause, err: err}
+	}
+	return outcome{outcome: aggregator.Unavailable, err: err}
+}
+
+// retryable: connection errors, the source's own timeout, 502, 503, 504.
+func retryable(o outcome) bool {
+	switch o.outcome {
+	case aggregator.Timeout:
+		return true
+	case aggregator.Unavailable:
+		return o.status == 0 || o.status == 502 || o.status == 503 || o.status == 504
+	}
+	return false
+}
+
+func remaining(ctx context.Context) time.Duration {
+	d, ok := ctx.Deadline()
+	if !ok {
+		return time.Hour
+	}
+	return time.Until(d)
+}
+
+// retryBackoff yields min(initial·2^(n-1), max) with ±50% jitter, capped.
+type retryBackoff struct {
+	b   *backoff.ExponentialBackOff
+	max time.Duration
+}
+
+func newBackoff(r Retry) retryBackoff {
+	b := &backoff.ExponentialBackOff{
+		InitialInterval:     r.InitialBackoff,
+		RandomizationFactor: 0.5,
+		Multiplier:          2,
+		MaxInterval:         r.MaxBackoff,
+		Stop:                backoff.Stop,
+		Clock:               backoff.SystemClock,
+	}
+	if b.InitialInterval <= 0 {
+		b.InitialInterval = 100 * time.Millisecond
+	}
+	if b.MaxInterval <= 0 {
+		b.MaxInterval = time.Minute
+	}
+	b.Reset()
+	return retryBackoff{b: b, max: b.MaxInterval}
+}
+
+func (r retryBackoff) next() time.Duration {
+	d := r.b.NextBackOff()
+	if d < 0 || d > r.max {
+		d = r.max
+	}
+	return d
+}

@@ -1,0 +1,286 @@
+// Package fanout runs one query across every source that can answer it, in
+// parallel, under the query's budget. Each source call goes through the
+// rate limiter, then its breaker, then the portal adapter, with retries;
+// whatever happens to one source is recorded in its entry and never cuts the
+// others short: the answer is an honest partial result.
+package fanout
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/sync/singleflight"
+
+	"github.com/multas/aggregator"
+	"github.com/multas/aggregator/breaker"
+	"github.com/multas/aggregator/problem"
+	"github.com/multas/aggregator/ratelimit"
+	"github.com/multas/aggregator/sources"
+)
+
+// Retry is the retry policy of one source (SPEC 4.3).
+type Retry struct {
+	MaxRetries     int
+	InitialBackoff time.Duration
+	MaxBackoff     time.Duration
+}
+
+// Member is one source as the fan-out sees it.
+type Member struct {
+	Source     *sources.Source
+	BreakerKey string
+	// Timeout bounds each call to the portal.
+	Timeout time.Duration
+	Retry   Retry
+}
+
+// Observer hears of every source call, for metrics. Nil means no one.
+type Observer interface {
+	SourceCall(source string, op aggregator.Operation, outcome aggregator.Outcome, d time.Duration)
+}
+
+// Options configure an Engine.
+type Options struct {
+	Breakers *breaker.Set
+	Limiter  *ratelimit.Limiter
+	Problems problem.Catalog
+	Observer Observer
+	// Now is the clock for durations; time.Now when nil.
+	Now func() time.Time
+	// Sleep waits d or until ctx ends; a timer when nil (tests shorten it).
+	Sleep func(ctx context.Context, d time.Duration) error
+}
+
+// Engine fans queries out to its members.
+type Engine struct {
+	members []Member
+	byID    map[string]int
+	opts    Options
+	flight  singleflight.Group
+}
+
+// New returns an Engine over members, in the order answers list them.
+func New(members []Member, opts Options) *Engine {
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Sleep == nil {
+		opts.Sleep = sleep
+	}
+	e := &Engine{members: members, byID: make(map[string]int, len(members)), opts: opts}
+	for i, m := range members {
+		e.byID[m.Source.Spec().ID] = i
+	}
+	return e
+}
+
+// Members lists the engine's sources in configured order.
+func (e *Engine) Members() []Member { return e.members }
+
+// Member returns the source with id.
+func (e *Engine) Member(id string) (Member, bool) {
+	i, ok := e.byID[id]
+	if !ok {
+		return Member{}, false
+	}
+	return e.members[i], true
+}
+
+// BreakerID is the breaker of member m for operation op.
+func (m Member) BreakerID(op aggregator.Operation) breaker.ID {
+	return breaker.ID{Key: m.BreakerKey, Operation: op}
+}
+
+// Select returns the members that answer q, restricted to only when it is
+// not empty. An unknown id, or one that cannot answer q, is an invalid
+// `sources` parameter.
+func (e *Engine) Select(q aggregator.Query, only []string) ([]Member, []problem.InvalidParam) {
+	op := q.Operation()
+	if len(only) == 0 {
+		var out []Member
+		for _, m := range e.members {
+			if m.Source.Supports(op, q.IDKind) {
+				out = append(out, m)
+			}
+		}
+		return out, nil
+	}
+	want := make(map[string]bool, len(only))
+	var bad []string
+	for _, id := range only {
+		i, ok := e.byID[id]
+		switch {
+		case !ok:
+			bad = append(bad, fmt.Sprintf("unknown source %q", id))
+		case !e.members[i].Source.Supports(op, q.IDKind):
+			bad = append(bad, fmt.Sprintf("source %q cannot answer a %s query", id, queryKind(q)))
+		default:
+			want[id] = true
+		}
+	}
+	if len(bad) > 0 {
+		return nil, []problem.InvalidParam{{Name: "sources", Reason: strings.Join(bad, "; ")}}
+	}
+	var out []Member
+	for _, m := range e.members {
+		if want[m.Source.Spec().ID] {
+			out = append(out, m)
+		}
+	}
+	return out, nil
+}
+
+func queryKind(q aggregator.Query) string {
+	if q.Domain != "" {
+		return "domain"
+	}
+	return string(q.IDKind)
+}
+
+// Query asks every member of set for q, within budget, and assembles the
+// result. It returns when every source has an outcome, at the latest when
+// the budget runs out.
+func (e *Engine) Query(ctx context.Context, q aggregator.Query, set []Member, budget time.Duration) aggregator.Result {
+	ctx, cancel := context.WithTimeout(ctx, budget)
+	defer cancel()
+	parts := make([]part, len(set))
+	var wg sync.WaitGroup
+	for i, m := range set {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			parts[i] = e.shared(ctx, m, q)
+		}()
+	}
+	wg.Wait()
+	entries := make([]aggregator.SourceResult, len(parts))
+	var infractions []aggregator.Infraction
+	for i, p := range parts {
+		entries[i] = p.entry
+		infractions = append(infractions, p.infractions...)
+	}
+	return aggregator.NewResult(q, entries, infractions)
+}
+
+// part is one source's share of an answer.
+type part struct {
+	entry       aggregator.SourceResult
+	infractions []aggregator.Infraction
+}
+
+// shared makes identical calls in flight at the same time once. A follower
+// whose leader was cut short by the leader's own budget calls for itself.
+func (e *Engine) shared(ctx context.Context, m Member, q aggregator.Query) part {
+	key := m.Source.Spec().ID + "\x00" + string(q.Operation()) + "\x00" + q.Value()
+	ch := e.flight.DoChan(key, func() (any, error) { return e.lookup(ctx, m, q), nil })
+	select {
+	case r := <-ch:
+		p := r.Val.(part)
+		if r.Shared && p.entry.Outcome == aggregator.Deadline && ctx.Err() == nil {
+			return e.lookup(ctx, m, q)
+		}
+		return p
+	case <-ctx.Done():
+		return e.entry(m, q.Operation(), aggregator.Deadline, 0, nil, 0, "the query's budget ran out before the source answered")
+	}
+}
+
+// lookup is one source's part of a query: limiter, breaker, calls, retries.
+func (e *Engine) lookup(ctx context.Context, m Member, q aggregator.Query) part {
+	op := q.Operation()
+	start := e.opts.Now()
+	var answer sources.Answer
+	res := e.call(ctx, m, op, func(ctx context.Context) (int, time.Duration, error) {
+		var err error
+		answer, err = m.Source.Lookup(ctx, q)
+		return 0, answer.Pause, err
+	})
+	elapsed := e.opts.Now().Sub(start)
+	if res.release != nil {
+		res.release()
+	}
+	if res.outcome != aggregator.Succeeded {
+		return e.entry(m, op, res.outcome, res.status, res.err, res.retryAfter, res.detail)
+	}
+	p := e.entry(m, op, aggregator.Succeeded, 0, nil, 0, "")
+	n := len(answer.Infractions)
+	ms := elapsed.Milliseconds()
+	p.entry.Count, p.entry.DurationMS = &n, &ms
+	p.infractions = answer.Infractions
+	return p
+}
+
+// entry builds the sources[] entry of a source that did not succeed (or,
+// for Succeeded, the bare entry).
+func (e *Engine) entry(m Member, op aggregator.Operation, o aggregator.Outcome, status int, err error, retryAfter time.Duration, detail string) part {
+	spec := m.Source.Spec()
+	en := aggregator.SourceResult{Source: spec.ID, Jurisdiction: spec.Jurisdiction, Operation: op, Outcome: o}
+	switch {
+	case o == aggregator.Succeeded:
+		en.Status = aggregator.EntrySucceeded
+		return part{entry: en}
+	case o.Skipped():
+		en.Status = aggregator.EntrySkipped
+	default:
+		en.Status = aggregator.EntryFailed
+	}
+	if detail == "" {
+		detail = describe(o, status, err)
+	}
+	p := e.opts.Problems.New(o.Slug(), detail)
+	if retryAfter > 0 || o.Skipped() || o == aggregator.RateLimited {
+		p.SetRetryAfter(retryAfter)
+	}
+	en.Problem = p
+	return part{entry: en}
+}
+
+// describe says what happened in words that carry no personal data.
+func describe(o aggregator.Outcome, status int, err error) string {
+	switch o {
+	case aggregator.Timeout:
+		return "The source did not answer within its timeout."
+	case aggregator.Unavailable:
+		if status != 0 {
+			return fmt.Sprintf("The portal answered HTTP %d.", status)
+		}
+		return "The connection to the portal failed."
+	case aggregator.Rejected:
+		return fmt.Sprintf("The portal refused the request with HTTP %d.", status)
+	case aggregator.Unreadable:
+		var se *sources.Error
+		if errors.As(err, &se) && se.Err != nil {
+			return "The portal's answer could not be read: " + se.Err.Error() + "."
+		}
+		return "The portal's answer could not be read."
+	case aggregator.RateLimited:
+		return "The portal answered 429 Too Many Requests."
+	case aggregator.Deadline:
+		return "The query's budget ran out before the source answered."
+	}
+	return ""
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (e *Engine) observe(source string, op aggregator.Operation, o aggregator.Outcome, d time.Duration) {
+	if e.opts.Observer != nil {
+		e.opts.Observer.SourceCall(source, op, o, d)
+	}
+}

@@ -1,0 +1,63 @@
+package fanout
+
+import (
+	"context"
+	"errors"
+	"io"
+	"time"
+
+	"github.com/multas/aggregator"
+	"github.com/multas/aggregator/problem"
+	"github.com/multas/aggregator/sources"
+)
+
+// Voucher fetches a payment voucher from source under the breaker of
+// (breaker_key, voucher). On success the caller streams and closes the body
+// before the call's own timeout; otherwise the problem says why (SPEC 3.2).
+func (e *Engine) Voucher(ctx context.Context, source, infractionID string, budget time.Duration) (*sources.Voucher, *problem.Problem) {
+	m, ok := e.Member(source)
+	if !ok || !m.Source.Supports(aggregator.Voucher, "") {
+		return nil, e.opts.Problems.New(problem.NotFound, "This source has no vouchers.")
+	}
+	ctx, cancel := context.WithTimeout(ctx, budget)
+	var v *sources.Voucher
+	res := e.call(ctx, m, aggregator.Voucher, func(ctx context.Context) (int, time.Duration, error) {
+		var err error
+		v, err = m.Source.Voucher(ctx, infractionID)
+		return 0, 0, err
+	})
+	if res.outcome == aggregator.Succeeded {
+		release := res.release
+		v.Body = &releasingBody{ReadCloser: v.Body, release: func() { release(); cancel() }}
+		return v, nil
+	}
+	cancel()
+	if errors.Is(res.err, sources.ErrNotFound) {
+		return nil, e.opts.Problems.New(problem.NotFound, "The portal has no voucher for this infraction.")
+	}
+	outcome := res.outcome
+	if outcome == aggregator.SkippedRateLimited {
+		outcome = aggregator.RateLimited
+	}
+	detail := res.detail
+	if detail == "" {
+		detail = describe(res.outcome, res.status, res.err)
+	}
+	p := e.opts.Problems.New(outcome.Slug(), detail)
+	if res.retryAfter > 0 || outcome == aggregator.RateLimited || outcome == aggregator.SkippedOpen {
+		p.SetRetryAfter(res.retryAfter)
+	}
+	return nil, p
+}
+
+// releasingBody frees the call's context when the body is closed.
+type releasingBody struct {
+	io.ReadCloser
+	release func()
+}
+
+func (b *releasingBody) Close() error {
+	err := b.ReadCloser.Close()
+	b.release()
+	return err
+}

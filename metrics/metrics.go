@@ -1,0 +1,143 @@
+// Package metrics exposes the service's Prometheus metrics (SPEC 7). Every
+// label value is bounded by configuration (source ids, breaker keys,
+// operations, outcomes): never a plate or a person id.
+package metrics
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/multas/aggregator"
+	"github.com/multas/aggregator/breaker"
+)
+
+// Metrics records what the service does.
+type Metrics struct {
+	reg         *prometheus.Registry
+	calls       *prometheus.CounterVec
+	callSeconds *prometheus.HistogramVec
+	queries     *prometheus.CounterVec
+	querySecs   *prometheus.HistogramVec
+	transitions *prometheus.CounterVec
+	// Deliveries counts webhook deliveries by outcome.
+	Deliveries *prometheus.CounterVec
+	// DLQ is the number of entries in the dead letter queue.
+	DLQ prometheus.Gauge
+	// StoreDegraded is 1 while the shared store is unreachable.
+	StoreDegraded prometheus.Gauge
+}
+
+// New registers every metric on a fresh registry, with the Go runtime and
+// process collectors, and a collector that reads breakers at scrape time.
+func New(breakers *breaker.Set) *Metrics {
+	reg := prometheus.NewRegistry()
+	m := &Metrics{
+		reg: reg,
+		calls: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "aggregator_source_calls_total",
+			Help: "Source calls by source, operation and outcome (skipped calls included).",
+		}, []string{"source", "operation", "outcome"}),
+		callSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "aggregator_source_call_duration_seconds",
+			Help:    "Duration of the calls made to source portals.",
+			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2, 5, 10},
+		}, []string{"source", "operation"}),
+		queries: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "aggregator_queries_total",
+			Help: "Queries by operation and outcome (complete, partial, unavailable, invalid).",
+		}, []string{"operation", "outcome"}),
+		querySecs: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "aggregator_query_duration_seconds",
+			Help:    "Duration of synchronous queries, fan-out included.",
+			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2, 3, 5, 10},
+		}, []string{"operation"}),
+		transitions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "aggregator_breaker_transitions_total",
+			Help: "Breaker transitions by breaker, operation, from and to.",
+		}, []string{"breaker", "operation", "from", "to"}),
+		Deliveries: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "aggregator_webhook_deliveries_total",
+			Help: "Webhook delivery attempts by outcome.",
+		}, []string{"outcome"}),
+		DLQ: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "aggregator_dlq_entries",
+			Help: "Entries in the webhook dead letter queue.",
+		}),
+		StoreDegraded: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "aggregator_store_degraded",
+			Help: "1 while the shared state store is unreachable and local state is used.",
+		}),
+	}
+	reg.MustRegister(m.calls, m.callSeconds, m.queries, m.querySecs, m.transitions, m.Deliveries, m.DLQ, m.StoreDegraded,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		&breakerCollector{set: breakers})
+	return m
+}
+
+// Registry is where every metric of the service is registered.
+func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
+
+// Handler serves the registry in the Prometheus exposition format.
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg})
+}
+
+// SourceCall implements fanout.Observer.
+func (m *Metrics) SourceCall(source string, op aggregator.Operation, o aggregator.Outcome, d time.Duration) {
+	m.calls.WithLabelValues(source, string(op), string(o)).Inc()
+	if !o.Skipped() && d > 0 {
+		m.callSeconds.WithLabelValues(source, string(op)).Observe(d.Seconds())
+	}
+}
+
+// Query records one synchronous query.
+func (m *Metrics) Query(op aggregator.Operation, outcome string, d time.Duration) {
+	m.queries.WithLabelValues(string(op), outcome).Inc()
+	if d > 0 {
+		m.querySecs.WithLabelValues(string(op)).Observe(d.Seconds())
+	}
+}
+
+// Transition counts one breaker transition.
+func (m *Metrics) Transition(e breaker.Event) {
+	m.transitions.WithLabelValues(e.BreakerKey, string(e.Operation), string(e.From), string(e.To)).Inc()
+}
+
+// breakerCollector reads every breaker at scrape time, so open seconds grow
+// while a breaker is open, not only at transitions.
+type breakerCollector struct {
+	set *breaker.Set
+}
+
+var (
+	stateDesc = prometheus.NewDesc("aggregator_breaker_state",
+		"Breaker state: 0 closed, 1 half-open, 2 open (forced or not).", []string{"breaker", "operation"}, nil)
+	openDesc = prometheus.NewDesc("aggregator_breaker_open_seconds_total",
+		"Cumulative time the breaker has spent open, current at every scrape.", []string{"breaker", "operation"}, nil)
+)
+
+func (c *breakerCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- stateDesc
+	ch <- openDesc
+}
+
+func (c *breakerCollector) Collect(ch chan<- prometheus.Metric) {
+	if c.set == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	for _, id := range c.set.IDs() {
+		st, err := c.set.Status(ctx, id)
+		if err != nil {
+			continue
+		}
+		ch <- prometheus.MustNewConstMetric(stateDesc, prometheus.GaugeValue, st.State.Gauge(), id.Key, string(id.Operation))
+		ch <- prometheus.MustNewConstMetric(openDesc, prometheus.CounterValue, st.OpenTotal.Seconds(), id.Key, string(id.Operation))
+	}
+}

@@ -1,0 +1,148 @@
+package portalsim
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Jurisdiction is one simulated portal: who it is, which dialect it speaks,
+// how it misbehaves at start, and its data.
+type Jurisdiction struct {
+	ID    string `json:"id"`   // source id, e.g. "caba"
+	Name  string `json:"name"` // e.g. "Ciudad de Buenos Aires"
+	Shape Shape  `json:"shape"`
+	Fault Fault  `json:"fault"` // initial behaviour
+	// Seed seeds the portal's random source (the 503s of Flaky); zero
+	// derives a fixed seed from ID, so every run behaves the same.
+	Seed    uint64   `json:"seed,omitempty"`
+	Records []Record `json:"records"`
+}
+
+// Record is one infraction held by a portal. The portal translates it into
+// its Shape: Date, Amount and Status are written in a neutral form here.
+type Record struct {
+	// Domain is the plate, in any case and with any separators.
+	Domain string `json:"domain,omitempty"`
+	// CUIT and DNI identify the offender; a lookup by id matches either.
+	CUIT string `json:"cuit,omitempty"`
+	DNI  string `json:"dni,omitempty"`
+	// ID is the portal's infraction number, unique within the portal.
+	ID string `json:"id"`
+	// Date is the civil time in Argentina (UTC-3), "2006-01-02T15:04:05".
+	Date        string `json:"date"`
+	Description string `json:"description,omitempty"`
+	Place       string `json:"place,omitempty"`
+	// Amount is a decimal string such as "185000.00"; it may carry more
+	// than two decimals, to exercise rounding.
+	Amount string `json:"amount"`
+	// Currency is sent by the shapes that have one; empty leaves it out.
+	Currency string `json:"currency,omitempty"`
+	// Status is StatusUnpaid, StatusPaid or StatusInProcess, which each
+	// shape words its own way, or any other text, sent as it is.
+	Status string `json:"status"`
+}
+
+// ErrInvalidJurisdiction is wrapped by every error of Jurisdiction.Validate.
+var ErrInvalidJurisdiction = errors.New("invalid jurisdiction")
+
+// Validate reports every problem of j: a missing id, an unknown shape, an
+// invalid fault, and records without an id, with a duplicate id, a date
+// not in Record.Date's layout, an amount that is not a decimal, or a CUIT
+// whose check digit is wrong.
+func (j Jurisdiction) Validate() error {
+	var errs []error
+	bad := func(format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%w %q: %s", ErrInvalidJurisdiction, j.ID, fmt.Sprintf(format, args...)))
+	}
+	if j.ID == "" {
+		bad("id is empty")
+	}
+	if _, err := dialectOf(j.Shape); err != nil {
+		bad("%v", err)
+	}
+	if err := j.Fault.Validate(); err != nil {
+		bad("%v", err)
+	}
+	seen := make(map[string]bool, len(j.Records))
+	for i, r := range j.Records {
+		switch {
+		case r.ID == "":
+			bad("record %d: id is empty", i)
+		case seen[r.ID]:
+			bad("record %d: duplicate id %q", i, r.ID)
+		}
+		seen[r.ID] = true
+		if _, err := time.ParseInLocation(recordDateLayout, r.Date, argentina()); err != nil {
+			bad("record %d: date %q is not %s", i, r.Date, recordDateLayout)
+		}
+		if !isDecimal(r.Amount) {
+			bad("record %d: amount %q is not a decimal", i, r.Amount)
+		}
+		if r.CUIT != "" && !validCUIT(digits(r.CUIT)) {
+			bad("record %d: CUIT has a wrong check digit or length", i)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// isDecimal reports whether s is digits with an optional fraction.
+func isDecimal(s string) bool {
+	whole, frac, hasFrac := strings.Cut(s, ".")
+	return whole != "" && allDigits(whole) && (!hasFrac || frac != "" && allDigits(frac))
+}
+
+func allDigits(s string) bool {
+	for _, c := range s {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// digits keeps only the ASCII digits of s: "20-12345678-6" → "20123456786".
+func digits(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r >= '0' && r <= '9' {
+			return r
+		}
+		return -1
+	}, s)
+}
+
+// normalDomain writes a plate upper case without separators.
+func normalDomain(s string) string {
+	return strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z':
+			return r - 'a' + 'A'
+		case r >= 'A' && r <= 'Z', r >= '0' && r <= '9':
+			return r
+		}
+		return -1
+	}, s)
+}
+
+// validCUIT reports whether d, eleven digits, ends with the right check
+// digit: weights 5,4,3,2,7,6,5,4,3,2 over the first ten digits, check =
+// 11 - sum%11, where 11 means 0 and 10 has no valid check digit.
+func validCUIT(d string) bool {
+	if len(d) != 11 || !allDigits(d) {
+		return false
+	}
+	weights := [10]int{5, 4, 3, 2, 7, 6, 5, 4, 3, 2}
+	sum := 0
+	for i, w := range weights {
+		sum += int(d[i]-'0') * w
+	}
+	check := 11 - sum%11
+	switch check {
+	case 11:
+		check = 0
+	case 10:
+		return false
+	}
+	return int(d[10]-'0') == check
+}

@@ -1,0 +1,372 @@
+// Package portalsim simulates the jurisdictions' infraction portals, with
+// faults that can be changed at run time, for tests, benchmarks and the
+// demo. Each Portal is an http.Handler speaking one of three JSON dialects
+// (Shape); AggregatorYAML writes the aggregator's mapping of each; Server
+// runs several portals on loopback listeners; Demo is a ready-made set.
+//
+// Besides its data paths, every portal serves a control endpoint that is
+// never counted nor subject to faults:
+//
+//	GET  /_sim/fault        the current Fault as JSON
+//	PUT  /_sim/fault        set it (400 on bad JSON or impossible values)
+//	GET  /_sim/calls        CallStats as JSON
+//	POST /_sim/calls/reset  zero the counts (204)
+//
+// The simulator never logs plates, CUITs or DNIs.
+package portalsim
+
+import (
+	"hash/fnv"
+	"math/rand/v2"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Portal is one simulated jurisdiction portal. It is an http.Handler and is
+// safe for concurrent use. Close it when done: that releases hanging and
+// sleeping calls.
+type Portal struct {
+	j   Jurisdiction
+	d   *dialect
+	mux *http.ServeMux
+
+	byDomain map[string][]Record // by normalised plate
+	byID     map[string][]Record // by CUIT digits and by DNI without leading zeros
+	byNumber map[string]Record   // by infraction id
+
+	fault     atomic.Pointer[Fault]
+	throttled atomic.Uint64 // 429s sent, for HTTPDateEvery
+
+	rngMu sync.Mutex
+	rng   *rand.Rand
+
+	calls *counter
+
+	closeOnce sync.Once
+	done      chan struct{} // closed by Close
+}
+
+// New builds the portal of j. It panics if j is not valid (see
+// Jurisdiction.Validate), as a ServeMux does with a bad pattern: check
+// jurisdictions read from outside with Validate first.
+func New(j Jurisdiction) *Portal {
+	if err := j.Validate(); err != nil {
+		panic(err)
+	}
+	d, _ := dialectOf(j.Shape)
+	j.Records = append([]Record(nil), j.Records...)
+	seed := j.Seed
+	if seed == 0 {
+		h := fnv.New64a()
+		h.Write([]byte(j.ID))
+		seed = h.Sum64()
+	}
+	p := &Portal{
+		j:        j,
+		d:        d,
+		mux:      http.NewServeMux(),
+		byDomain: make(map[string][]Record),
+		byID:     make(map[string][]Record),
+		byNumber: make(map[string]Record, len(j.Records)),
+		rng:      rand.New(rand.NewPCG(seed, seed>>1|1)),
+		calls:    newCounter(),
+		done:     make(chan struct{}),
+	}
+	for _, r := range j.Records {
+		if k := normalDomain(r.Domain); k != "" {
+			p.byDomain[k] = append(p.byDomain[k], r)
+		}
+		if k := digits(r.CUIT); k != "" {
+			p.byID[k] = append(p.byID[k], r)
+		}
+		if k := dniKey(r.DNI); k != "" {
+			p.byID[k] = append(p.byID[k], r)
+		}
+		p.byNumber[r.ID] = r
+	}
+	f := j.Fault
+	p.fault.Store(&f)
+	p.routes()
+	return p
+}
+
+// dniKey is the lookup key of a DNI: digits only, without leading zeros.
+func dniKey(s string) string { return strings.TrimLeft(digits(s), "0") }
+
+func (p *Portal) routes() {
+	p.mux.HandleFunc("/_sim/fault", p.handleFault)
+	p.mux.HandleFunc("/_sim/calls", p.handleCalls)
+	p.mux.HandleFunc("/_sim/calls/reset", p.handleCallsReset)
+	p.mux.HandleFunc("/_sim/", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusNotFound, errorBody("no such control endpoint"))
+	})
+	for _, rt := range p.d.routes() {
+		p.mux.Handle(rt.pattern, p.handleData(rt.ops))
+	}
+	p.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		p.call(w, r, kindOther, func() {
+			writeJSON(w, http.StatusNotFound, errorBody("recurso inexistente"))
+		})
+	})
+}
+
+// ID is the jurisdiction's source id.
+func (p *Portal) ID() string { return p.j.ID }
+
+// Name is the jurisdiction's name.
+func (p *Portal) Name() string { return p.j.Name }
+
+// Shape is the dialect the portal speaks.
+func (p *Portal) Shape() Shape { return p.j.Shape }
+
+// Jurisdiction is what the portal was built from, with its initial fault.
+func (p *Portal) Jurisdiction() Jurisdiction {
+	j := p.j
+	j.Records = append([]Record(nil), j.Records...)
+	return j
+}
+
+// ServeHTTP answers r as the portal would, with the current fault.
+func (p *Portal) ServeHTTP(w http.ResponseWriter, r *http.Request) { p.mux.ServeHTTP(w, r) }
+
+// Fault is the current behaviour.
+func (p *Portal) Fault() Fault { return *p.fault.Load() }
+
+// SetFault changes the behaviour from the next call on (calls already
+// waiting keep theirs). An invalid f (see Fault.Validate) is refused with
+// its error and the fault is left as it was.
+func (p *Portal) SetFault(f Fault) error {
+	if err := f.Validate(); err != nil {
+		return err
+	}
+	p.fault.Store(&f)
+	return nil
+}
+
+// Calls is a snapshot of the call counts.
+func (p *Portal) Calls() CallStats { return p.calls.snapshot() }
+
+// ResetCalls zeroes the call counts.
+func (p *Portal) ResetCalls() { p.calls.reset() }
+
+// Close releases every call that hangs or sleeps (their connections are
+// closed without an answer), makes every later data call fail the same
+// way, and waits for the calls in flight to return. It is idempotent.
+// A call stuck writing to a client that does not read returns only when
+// its connection closes: close the portal's server too (Server does).
+func (p *Portal) Close() {
+	p.release()
+	p.calls.waitIdle()
+}
+
+func (p *Portal) release() { p.closeOnce.Do(func() { close(p.done) }) }
+
+func (p *Portal) closed() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// chance reports true with probability rate, from the portal's seeded source.
+func (p *Portal) chance(rate float64) bool {
+	p.rngMu.Lock()
+	v := p.rng.Float64()
+	p.rngMu.Unlock()
+	return v < rate
+}
+
+// call counts a data call and applies the current fault; answer runs only
+// when the fault lets the call through to the data.
+func (p *Portal) call(w http.ResponseWriter, r *http.Request, k kind, answer func()) {
+	p.calls.begin(k)
+	defer p.calls.end()
+	f := p.Fault()
+	if p.closed() {
+		abort(w)
+		return
+	}
+	if f.mode() == Hang {
+		select {
+		case <-r.Context().Done():
+		case <-p.done:
+			abort(w)
+		}
+		return
+	}
+	if f.Latency > 0 && !p.sleep(w, r, f.Latency) {
+		return
+	}
+	if f.mode() == Down {
+		abort(w)
+		return
+	}
+	if f.Status != 0 {
+		setRetryAfter(w, f.RetryAfter)
+		writeJSON(w, f.Status, errorBody(http.StatusText(f.Status)))
+		return
+	}
+	switch f.mode() {
+	case Flaky:
+		if p.chance(f.FailRate) {
+			setRetryAfter(w, f.RetryAfter)
+			writeJSON(w, http.StatusServiceUnavailable, errorBody("Servicio temporalmente no disponible"))
+			return
+		}
+	case Throttle:
+		p.throttle(w, f.RetryAfter)
+		return
+	case Error:
+		w.Header().Set("Content-Type", "application/json; charset=utf-8")
+		w.WriteHeader(http.StatusOK)
+		w.Write([]byte(`{"estado":"OK","datos":[{"id":"`))
+		return
+	case Oversized:
+		p.oversized(w, r)
+		return
+	}
+	answer()
+}
+
+// sleep waits d; false means the call must end: its client went away, or
+// the portal closed (then its connection is closed too).
+func (p *Portal) sleep(w http.ResponseWriter, r *http.Request, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-r.Context().Done():
+		return false
+	case <-p.done:
+		abort(w)
+		return false
+	}
+}
+
+// throttle answers 429 with Retry-After (delay-seconds, or an HTTP date
+// every HTTPDateEvery-th time) and RateLimit r=0 when d > 0.
+func (p *Portal) throttle(w http.ResponseWriter, d time.Duration) {
+	n := p.throttled.Add(1)
+	if d > 0 {
+		secs := ceilSeconds(d)
+		if n%HTTPDateEvery == 0 {
+			at := time.Now().Add(d)
+			if at.Truncate(time.Second) != at {
+				at = at.Truncate(time.Second).Add(time.Second)
+			}
+			w.Header().Set("Retry-After", at.UTC().Format(http.TimeFormat))
+		} else {
+			w.Header().Set("Retry-After", secs)
+		}
+		w.Header().Set("RateLimit", `"default";r=0;t=`+secs)
+	}
+	writeJSON(w, http.StatusTooManyRequests, errorBody("Demasiadas solicitudes"))
+}
+
+// oversized streams a valid JSON body of at least OversizedBytes.
+func (p *Portal) oversized(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.WriteHeader(http.StatusOK)
+	rc := http.NewResponseController(w)
+	item := `{"relleno":"` + strings.Repeat("x", 1000) + `"},`
+	chunk := []byte(strings.Repeat(item, 64))
+	if _, err := w.Write([]byte(`{"estado":"OK","datos":[`)); err != nil {
+		return
+	}
+	for sent := 0; sent < OversizedBytes; sent += len(chunk) {
+		if r.Context().Err() != nil || p.closed() {
+			return
+		}
+		if _, err := w.Write(chunk); err != nil {
+			return
+		}
+		rc.Flush()
+	}
+	w.Write([]byte(`{}]}`))
+}
+
+// handleData serves the operations that share one path.
+func (p *Portal) handleData(ops []operation) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		op, vals, ok := match(ops, r)
+		if !ok {
+			p.call(w, r, kindOther, func() {
+				writeJSON(w, http.StatusBadRequest, errorBody("faltan parámetros de consulta"))
+			})
+			return
+		}
+		p.call(w, r, op.kind, func() {
+			switch op.kind {
+			case kindByDomain:
+				p.lookupDomain(w, vals["domain"])
+			case kindByID:
+				p.lookupID(w, vals["id"], vals["id_kind"])
+			case kindVoucher:
+				p.voucher(w, vals["infraction_id"])
+			}
+		})
+	}
+}
+
+func (p *Portal) lookupDomain(w http.ResponseWriter, domain string) {
+	key := normalDomain(domain)
+	if key == "" {
+		writeJSON(w, http.StatusBadRequest, errorBody("dominio inválido"))
+		return
+	}
+	p.writeLookup(w, p.byDomain[key])
+}
+
+// lookupID answers a lookup by CUIT (eleven digits, check digit verified)
+// or DNI (seven or eight digits). idKind is the {id_kind} of the template,
+// empty when the template has none.
+func (p *Portal) lookupID(w http.ResponseWriter, id, idKind string) {
+	d := digits(id)
+	var got, key string
+	switch {
+	case len(d) == 11 && validCUIT(d):
+		got, key = "cuit", d
+	case len(d) == 7 || len(d) == 8:
+		got, key = "dni", dniKey(d)
+	default:
+		writeJSON(w, http.StatusBadRequest, errorBody("documento inválido"))
+		return
+	}
+	if p.d.cuitOnly && got != "cuit" {
+		writeJSON(w, http.StatusBadRequest, errorBody("se requiere un CUIT"))
+		return
+	}
+	if idKind != "" && !strings.EqualFold(idKind, got) {
+		writeJSON(w, http.StatusBadRequest, errorBody("el tipo de documento no coincide con el número"))
+		return
+	}
+	p.writeLookup(w, p.byID[key])
+}
+
+func (p *Portal) writeLookup(w http.ResponseWriter, recs []Record) {
+	status := http.StatusOK
+	if len(recs) == 0 && p.d.emptyNotFound {
+		status = http.StatusNotFound
+	}
+	writeJSON(w, status, p.d.render(p.d, recs))
+}
+
+func (p *Portal) voucher(w http.ResponseWriter, number string) {
+	rec, ok := p.byNumber[number]
+	if !ok {
+		writeJSON(w, http.StatusNotFound, errorBody("acta inexistente"))
+		return
+	}
+	body := voucherPDF(p.j.Name, rec)
+	w.Header().Set("Content-Type", "application/pdf")
+	w.Header().Set("Content-Disposition", `inline; filename="boleta-`+safeFileName(rec.ID)+`.pdf"`)
+	w.Header().Set("Content-Length", itoa(len(body)))
+	w.WriteHeader(http.StatusOK)
+	w.Write(body)
+}

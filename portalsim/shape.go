@@ -1,0 +1,279 @@
+package portalsim
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Shape is the JSON dialect a portal speaks: its paths, its envelope, its
+// key names, how it writes dates, amounts and statuses, and how it says
+// "no records". AggregatorYAML renders the mapping of each shape.
+type Shape string
+
+// The shapes.
+const (
+	// ShapeActas is a city portal (shape A):
+	//
+	//	GET /api/v2/actas?dominio={domain}
+	//	GET /api/v2/actas?cuit={id}                 (CUIT only; a DNI is a 400)
+	//	GET /api/v2/actas/{infraction_id}/boleta
+	//	{"resultado": {"cantidad": 1, "actas": [{"nro": "Q-10442",
+	//	 "fecha": "2026-03-14T09:12:00", "detalle": "…", "lugar": "…",
+	//	 "monto": "185000.00", "moneda": "ARS", "estado": "IMPAGA"}]}}
+	//
+	// Dates carry no offset (local time); amounts are decimal strings; no
+	// records is 200 with an empty list.
+	ShapeActas Shape = "actas"
+
+	// ShapeInfracciones is a provincial portal (shape B):
+	//
+	//	GET /servicios/infracciones/consulta?patente={domain}
+	//	GET /servicios/infracciones/consulta?documento={id}&tipo={id_kind}
+	//	GET /servicios/infracciones/{infraction_id}/cupon
+	//	{"estado": "OK", "datos": {"total": 1, "infracciones": [{
+	//	 "acta": {"numero": "CBA-2026-004512", "fecha": "14/03/2026"},
+	//	 "infraccion": {"descripcion": "…", "lugar": "…"},
+	//	 "importe": 98765.435, "situacion": "Pendiente de pago"}]}}
+	//
+	// Dates are dd/mm/yyyy; amounts are JSON numbers; there is no currency;
+	// no records is 404 {"estado": "SIN_RESULTADOS", …}.
+	ShapeInfracciones Shape = "infracciones"
+
+	// ShapeMultas is a newer REST portal (shape C):
+	//
+	//	GET /v1/vehiculos/{domain}/multas
+	//	GET /v1/personas/{id}/multas
+	//	GET /v1/multas/{infraction_id}/comprobante
+	//	[{"id": "MZA-77812", "fecha_hora": "2026-02-03T18:45:00-03:00",
+	//	  "motivo": "…", "ubicacion": {"direccion": "…"},
+	//	  "importe": {"valor": "45000.00", "moneda": "ARS"}, "estado": "pendiente"}]
+	//
+	// The answer is a top-level array; dates are RFC 3339 with an offset;
+	// no records is 200 [].
+	ShapeMultas Shape = "multas"
+)
+
+// Shapes lists every shape in a stable order.
+func Shapes() []Shape { return []Shape{ShapeActas, ShapeInfracciones, ShapeMultas} }
+
+// Valid reports whether s is a known shape.
+func (s Shape) Valid() bool {
+	_, err := dialectOf(s)
+	return err == nil
+}
+
+// The statuses a Record may carry that each shape translates into its own
+// words. Any other Record.Status is sent as it is (and is then unmapped).
+const (
+	StatusUnpaid    = "unpaid"
+	StatusPaid      = "paid"
+	StatusInProcess = "in_process"
+)
+
+// recordDateLayout is the layout of Record.Date: a civil time in Argentina.
+const recordDateLayout = "2006-01-02T15:04:05"
+
+// argentina is the offset of Argentine civil time (no daylight saving).
+func argentina() *time.Location { return time.FixedZone("-03", -3*60*60) }
+
+// field is one entry of response.fields: the aggregator's name and the JSON
+// pointer to it inside one item.
+type field struct{ name, pointer string }
+
+// dialect is everything that differs between shapes.
+type dialect struct {
+	// byDomain, byID and voucher are the path templates, in the aggregator's
+	// syntax, that the portal serves and AggregatorYAML writes.
+	byDomain, byID, voucher string
+	// cuitOnly says that by_id takes CUITs only (accepts: [cuit]).
+	cuitOnly bool
+	// items is the JSON pointer to the list of records.
+	items  string
+	fields []field
+	// statusText translates StatusUnpaid, StatusPaid and StatusInProcess.
+	statusText map[string]string
+	// upperStatusMap writes the status_map keys upper case, unlike the
+	// portal's own spelling: the aggregator must compare them ignoring case.
+	upperStatusMap bool
+	// emptyNotFound says that a lookup without records is a 404.
+	emptyNotFound bool
+	// render builds the body of the answer to a lookup.
+	render func(d *dialect, recs []Record) any
+}
+
+func dialectOf(s Shape) (*dialect, error) {
+	switch s {
+	case ShapeActas:
+		return &dialect{
+			byDomain: "/api/v2/actas?dominio={domain}",
+			byID:     "/api/v2/actas?cuit={id}",
+			voucher:  "/api/v2/actas/{infraction_id}/boleta",
+			cuitOnly: true,
+			items:    "/resultado/actas",
+			fields: []field{{"id", "/nro"}, {"date", "/fecha"}, {"description", "/detalle"},
+				{"place", "/lugar"}, {"amount", "/monto"}, {"currency", "/moneda"}, {"status", "/estado"}},
+			statusText: map[string]string{StatusUnpaid: "IMPAGA", StatusPaid: "PAGADA", StatusInProcess: "EN GESTION"},
+			render:     renderActas,
+		}, nil
+	case ShapeInfracciones:
+		return &dialect{
+			byDomain: "/servicios/infracciones/consulta?patente={domain}",
+			byID:     "/servicios/infracciones/consulta?documento={id}&tipo={id_kind}",
+			voucher:  "/servicios/infracciones/{infraction_id}/cupon",
+			items:    "/datos/infracciones",
+			fields: []field{{"id", "/acta/numero"}, {"date", "/acta/fecha"},
+				{"description", "/infraccion/descripcion"}, {"place", "/infraccion/lugar"},
+				{"amount", "/importe"}, {"status", "/situacion"}},
+			statusText:     map[string]string{StatusUnpaid: "Pendiente de pago", StatusPaid: "Cancelada", StatusInProcess: "En trámite"},
+			upperStatusMap: true,
+			emptyNotFound:  true,
+			render:         renderInfracciones,
+		}, nil
+	case ShapeMultas:
+		return &dialect{
+			byDomain: "/v1/vehiculos/{domain}/multas",
+			byID:     "/v1/personas/{id}/multas",
+			voucher:  "/v1/multas/{infraction_id}/comprobante",
+			items:    "",
+			fields: []field{{"id", "/id"}, {"date", "/fecha_hora"}, {"description", "/motivo"},
+				{"place", "/ubicacion/direccion"}, {"amount", "/importe/valor"},
+				{"currency", "/importe/moneda"}, {"status", "/estado"}},
+			statusText: map[string]string{StatusUnpaid: "pendiente", StatusPaid: "pagada", StatusInProcess: "en_revision"},
+			render:     renderMultas,
+		}, nil
+	}
+	return nil, fmt.Errorf("unknown shape %q (want one of %s, %s, %s)", s, ShapeActas, ShapeInfracciones, ShapeMultas)
+}
+
+// status is the portal's word for a record's status.
+func (d *dialect) status(s string) string {
+	if t, ok := d.statusText[s]; ok {
+		return t
+	}
+	return s
+}
+
+// recordTime reads Record.Date; records are validated by New.
+func recordTime(s string) time.Time {
+	t, _ := time.ParseInLocation(recordDateLayout, s, argentina())
+	return t
+}
+
+type acta struct {
+	Nro     string `json:"nro"`
+	Fecha   string `json:"fecha"`
+	Detalle string `json:"detalle"`
+	Lugar   string `json:"lugar"`
+	Monto   string `json:"monto"`
+	Moneda  string `json:"moneda,omitempty"`
+	Estado  string `json:"estado"`
+}
+
+type actasAnswer struct {
+	Resultado struct {
+		Cantidad int    `json:"cantidad"`
+		Actas    []acta `json:"actas"`
+	} `json:"resultado"`
+}
+
+func renderActas(d *dialect, recs []Record) any {
+	var a actasAnswer
+	a.Resultado.Cantidad = len(recs)
+	a.Resultado.Actas = make([]acta, 0, len(recs))
+	for _, r := range recs {
+		a.Resultado.Actas = append(a.Resultado.Actas, acta{
+			Nro:     r.ID,
+			Fecha:   recordTime(r.Date).Format(recordDateLayout),
+			Detalle: r.Description,
+			Lugar:   r.Place,
+			Monto:   r.Amount,
+			Moneda:  r.Currency,
+			Estado:  d.status(r.Status),
+		})
+	}
+	return a
+}
+
+type infraccion struct {
+	Acta struct {
+		Numero string `json:"numero"`
+		Fecha  string `json:"fecha"`
+	} `json:"acta"`
+	Infraccion struct {
+		Descripcion string `json:"descripcion"`
+		Lugar       string `json:"lugar"`
+	} `json:"infraccion"`
+	Importe   json.Number `json:"importe"`
+	Situacion string      `json:"situacion"`
+}
+
+type infraccionesAnswer struct {
+	Estado string `json:"estado"`
+	Datos  struct {
+		Total        int          `json:"total"`
+		Infracciones []infraccion `json:"infracciones"`
+	} `json:"datos"`
+}
+
+// infraccionesEmpty is the 404 body of ShapeInfracciones for no records.
+type infraccionesEmpty struct {
+	Estado  string `json:"estado"`
+	Mensaje string `json:"mensaje"`
+}
+
+func renderInfracciones(d *dialect, recs []Record) any {
+	if len(recs) == 0 {
+		return infraccionesEmpty{Estado: "SIN_RESULTADOS", Mensaje: "No se registran infracciones para la consulta"}
+	}
+	a := infraccionesAnswer{Estado: "OK"}
+	a.Datos.Total = len(recs)
+	a.Datos.Infracciones = make([]infraccion, 0, len(recs))
+	for _, r := range recs {
+		var i infraccion
+		i.Acta.Numero = r.ID
+		i.Acta.Fecha = recordTime(r.Date).Format("02/01/2006")
+		i.Infraccion.Descripcion = r.Description
+		i.Infraccion.Lugar = r.Place
+		i.Importe = json.Number(trimZeros(r.Amount))
+		i.Situacion = d.status(r.Status)
+		a.Datos.Infracciones = append(a.Datos.Infracciones, i)
+	}
+	return a
+}
+
+// trimZeros writes a decimal the way a JSON number usually looks:
+// "185000.00" → "185000", "92450.50" → "92450.5".
+func trimZeros(amount string) string {
+	if !strings.Contains(amount, ".") {
+		return amount
+	}
+	return strings.TrimSuffix(strings.TrimRight(amount, "0"), ".")
+}
+
+type multa struct {
+	ID        string `json:"id"`
+	FechaHora string `json:"fecha_hora"`
+	Motivo    string `json:"motivo"`
+	Ubicacion struct {
+		Direccion string `json:"direccion"`
+	} `json:"ubicacion"`
+	Importe struct {
+		Valor  string `json:"valor"`
+		Moneda string `json:"moneda,omitempty"`
+	} `json:"importe"`
+	Estado string `json:"estado"`
+}
+
+func renderMultas(d *dialect, recs []Record) any {
+	ms := make([]multa, 0, len(recs))
+	for _, r := range recs {
+		m := multa{ID: r.ID, FechaHora: recordTime(r.Date).Format(time.RFC3339), Motivo: r.Description, Estado: d.status(r.Status)}
+		m.Ubicacion.Direccion = r.Place
+		m.Importe.Valor = r.Amount
+		m.Importe.Moneda = r.Currency
+		ms = append(ms, m)
+	}
+	return ms
+}

@@ -1,0 +1,34 @@
+package server
+
+import (
+	"github.com/gin-gonic/gin"
+
+	"github.com/multas/aggregator/problem"
+)
+
+// apiKeys enforces the per-key budgets of SPEC 4.2 when keys are
+// configured: every answer announces the budget, an exhausted one is 429.
+func (s *Server) apiKeys(c *gin.Context) {
+	if s.opts.Keys == nil || isAdmin(c.Request.URL.Path) {
+		c.Next()
+		return
+	}
+	name, ok := s.opts.Keys.Lookup(c.GetHeader("X-API-Key"))
+	if !ok {
+		s.failSlug(c, problem.Unauthorized, "A valid X-API-Key header is required.")
+		return
+	}
+	q := s.opts.Keys.Take(name)
+	q.SetHeaders(c.Writer.Header())
+	if !q.Allowed {
+		p := s.opts.Problems.New(problem.TooManyRequests, "This API key's request budget is spent.")
+		p.SetRetryAfter(q.RetryAfter)
+		s.fail(c, p, nil)
+		return
+	}
+	c.Next()
+}
+
+func isAdmin(path string) bool {
+	return len(path) >= len("/v1/admin") && path[:len("/v1/admin")] == "/v1/admin"
+}

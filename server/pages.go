@@ -1,0 +1,77 @@
+package server
+
+import (
+	"context"
+	"html/template"
+	"net/http"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/multas/aggregator/api"
+	"github.com/multas/aggregator/problem"
+)
+
+var problemPage = template.Must(template.New("problem").Parse(`<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{{.Title}} ({{.Slug}})</title>
+<style>body{font:16px/1.5 system-ui,sans-serif;max-width:42rem;margin:2rem auto;padding:0 1rem;color:#222}
+code{background:#f3f3f3;padding:.1rem .3rem;border-radius:3px}</style></head>
+<body><h1>{{.Title}}</h1>
+<p>Problem type <code>{{.Type}}</code>, usually with HTTP status <code>{{.Status}}</code>.</p>
+<p>{{.About}}</p>
+<p>Integrators should branch on the <code>type</code> URI of a problem, never on its prose.</p>
+</body></html>
+`))
+
+// problemPage is GET /problems/{slug}: the human-readable page of a type.
+func (s *Server) problemPage(c *gin.Context) {
+	k, ok := problem.Lookup(problem.Slug(c.Param("slug")))
+	if !ok {
+		s.failSlug(c, problem.NotFound, "No such problem type.")
+		return
+	}
+	c.Header("Content-Type", "text/html; charset=utf-8")
+	c.Status(http.StatusOK)
+	_ = problemPage.Execute(c.Writer, struct {
+		problem.Kind
+		Type string
+	}{k, s.opts.Problems.Base + string(k.Slug)})
+}
+
+func (s *Server) healthz(c *gin.Context) {
+	writeJSON(c, http.StatusOK, map[string]string{"status": "ok"})
+}
+
+// readyz runs every readiness check (the shared store, when used).
+func (s *Server) readyz(c *gin.Context) {
+	ctx, cancel := context.WithTimeout(c.Request.Context(), 2*time.Second)
+	defer cancel()
+	status, code := "ok", http.StatusOK
+	type result struct {
+		Status string `json:"status"`
+		Detail string `json:"detail,omitempty"`
+	}
+	checks := map[string]result{}
+	for name, check := range s.opts.Ready {
+		if err := check(ctx); err != nil {
+			checks[name] = result{Status: "failed", Detail: err.Error()}
+			status, code = "degraded", http.StatusServiceUnavailable
+			continue
+		}
+		checks[name] = result{Status: "ok"}
+	}
+	writeJSON(c, code, map[string]any{"status": status, "checks": checks})
+}
+
+func (s *Server) openapi(c *gin.Context) {
+	c.Data(http.StatusOK, "application/yaml", api.Spec)
+}
+
+func (s *Server) metrics(c *gin.Context) {
+	if s.opts.Metrics == nil {
+		s.notFound(c)
+		return
+	}
+	s.opts.Metrics.Handler().ServeHTTP(c.Writer, c.Request)
+}

@@ -1,0 +1,183 @@
+package server
+
+import (
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/multas/aggregator"
+	"github.com/multas/aggregator/breaker"
+	"github.com/multas/aggregator/fanout"
+	"github.com/multas/aggregator/problem"
+)
+
+// infractions is GET /v1/infractions (SPEC 3.1).
+func (s *Server) infractions(c *gin.Context) {
+	start := s.opts.Now()
+	values := c.Request.URL.Query()
+	_, hasDomain := values["domain"]
+	_, hasID := values["id"]
+	q, bad := aggregator.NewQuery(values.Get("domain"), values.Get("id"), hasDomain, hasID)
+	budget, reason := s.budget(values.Get("timeout"), values.Has("timeout"))
+	if reason != "" {
+		bad = append(bad, problem.InvalidParam{Name: "timeout", Reason: reason})
+	}
+	only, reason := splitSources(values["sources"])
+	if reason != "" {
+		bad = append(bad, problem.InvalidParam{Name: "sources", Reason: reason})
+	}
+	if len(bad) == 0 {
+		var set []fanout.Member
+		set, bad = s.opts.Engine.Select(q, only)
+		if len(bad) == 0 {
+			s.answer(c, q, set, budget, start)
+			return
+		}
+	}
+	s.observeQuery(q, "invalid", 0)
+	s.fail(c, s.opts.Problems.Invalid(bad...), nil)
+}
+
+// unavailable is the 503 no-source-available document: the problem with
+// the sources array as an extension member.
+type unavailable struct {
+	*problem.Problem
+	Sources []aggregator.SourceResult `json:"sources"`
+}
+
+func (s *Server) answer(c *gin.Context, q aggregator.Query, set []fanout.Member, budget time.Duration, start time.Time) {
+	res := s.opts.Engine.Query(c.Request.Context(), q, set, budget)
+	noStore(c)
+	elapsed := s.opts.Now().Sub(start)
+	if res.Summary.Succeeded > 0 {
+		outcome := "complete"
+		if !res.Complete {
+			outcome = "partial"
+		}
+		s.observeQuery(q, outcome, elapsed)
+		writeJSON(c, http.StatusOK, res)
+		return
+	}
+	s.observeQuery(q, "unavailable", elapsed)
+	p := s.opts.Problems.New(problem.NoSourceAvailable, "No source answered; sources lists why, one by one.")
+	if len(res.Sources) == 0 {
+		p.Detail = "No configured source can answer this query."
+	}
+	if retry, ok := shortestRetry(res.Sources); ok {
+		p.RetryAfter = &retry
+	}
+	s.fail(c, p, unavailable{Problem: p, Sources: res.Sources})
+}
+
+// shortestRetry is the smallest retry_after when every source was skipped.
+func shortestRetry(entries []aggregator.SourceResult) (int, bool) {
+	best := 0
+	for _, e := range entries {
+		if e.Status != aggregator.EntrySkipped || e.Problem == nil || e.Problem.RetryAfter == nil {
+			return 0, false
+		}
+		if best == 0 || *e.Problem.RetryAfter < best {
+			best = *e.Problem.RetryAfter
+		}
+	}
+	return best, len(entries) > 0
+}
+
+func (s *Server) observeQuery(q aggregator.Query, outcome string, d time.Duration) {
+	if s.opts.Metrics != nil {
+		s.opts.Metrics.Query(q.Operation(), outcome, d)
+	}
+}
+
+// budget reads the `timeout` parameter: a positive Go duration, clamped to
+// the maximum; the default deadline without it.
+func (s *Server) budget(raw string, present bool) (time.Duration, string) {
+	if !present {
+		return s.opts.Deadline, ""
+	}
+	d, err := time.ParseDuration(strings.TrimSpace(raw))
+	if err != nil {
+		return 0, "not a Go duration such as 2.5s"
+	}
+	if d <= 0 {
+		return 0, "must be positive"
+	}
+	return min(d, s.opts.MaxDeadline), ""
+}
+
+// splitSources reads `sources=caba,cordoba` (repeatable).
+func splitSources(raw []string) ([]string, string) {
+	var out []string
+	seen := map[string]bool{}
+	for _, r := range raw {
+		for _, id := range strings.Split(r, ",") {
+			id = strings.TrimSpace(id)
+			if id == "" || seen[id] {
+				continue
+			}
+			seen[id] = true
+			out = append(out, id)
+		}
+	}
+	if len(raw) > 0 && len(out) == 0 {
+		return nil, "must name at least one source"
+	}
+	return out, ""
+}
+
+// coverageOp is one operation of a source in GET /v1/sources.
+type coverageOp struct {
+	Available bool `json:"available"`
+}
+
+type coverageSource struct {
+	ID           string                              `json:"id"`
+	Jurisdiction string                              `json:"jurisdiction"`
+	Operations   map[aggregator.Operation]coverageOp `json:"operations"`
+}
+
+// coverage is GET /v1/sources (SPEC 3.3).
+func (s *Server) coverage(c *gin.Context) {
+	ctx := c.Request.Context()
+	out := []coverageSource{}
+	for _, m := range s.opts.Engine.Members() {
+		spec := m.Source.Spec()
+		paused := s.opts.Limiter != nil && s.opts.Limiter.PausedFor(ctx, spec.ID) > 0
+		cs := coverageSource{ID: spec.ID, Jurisdiction: spec.Jurisdiction, Operations: map[aggregator.Operation]coverageOp{}}
+		for _, op := range aggregator.Operations {
+			if _, ok := spec.Operations[op]; !ok {
+				continue
+			}
+			available := !paused
+			if st, err := s.opts.Breakers.Status(ctx, m.BreakerID(op)); err == nil &&
+				(st.State == breaker.Open || st.State == breaker.ForcedOpen) {
+				available = false
+			}
+			cs.Operations[op] = coverageOp{Available: available}
+		}
+		out = append(out, cs)
+	}
+	writeJSON(c, http.StatusOK, map[string]any{"sources": out})
+}
+
+// voucher is GET /v1/sources/{source}/infractions/{infraction_id}/voucher
+// (SPEC 3.2): the portal's voucher streamed through.
+func (s *Server) voucher(c *gin.Context) {
+	v, p := s.opts.Engine.Voucher(c.Request.Context(), c.Param("source"), c.Param("infraction_id"), s.opts.MaxDeadline)
+	noStore(c)
+	if p != nil {
+		s.fail(c, p, nil)
+		return
+	}
+	defer v.Body.Close()
+	ct := v.ContentType
+	if ct == "" {
+		ct = "application/octet-stream"
+	}
+	c.Header("Content-Type", ct)
+	c.Status(http.StatusOK)
+	_, _ = io.Copy(c.Writer, v.Body)
+}

@@ -1,0 +1,81 @@
+package server
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"runtime/debug"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/multas/aggregator/problem"
+)
+
+// writeJSON answers v as application/json.
+func writeJSON(c *gin.Context, status int, v any) {
+	c.Header("Content-Type", "application/json")
+	c.Status(status)
+	enc := json.NewEncoder(c.Writer)
+	_ = enc.Encode(v)
+}
+
+// noStore marks an answer that carries query data (personal data).
+func noStore(c *gin.Context) {
+	c.Header("Cache-Control", "no-store")
+}
+
+// fail answers with p (or extra, a document embedding p) and stops.
+func (s *Server) fail(c *gin.Context, p *problem.Problem, extra any) {
+	if p.Instance == "" && c.Request.URL.Path != "" {
+		p.Instance = c.Request.URL.Path
+	}
+	problem.Write(c.Writer, p, extra)
+	c.Abort()
+}
+
+// failSlug answers with a problem of the catalogue.
+func (s *Server) failSlug(c *gin.Context, slug problem.Slug, detail string) {
+	s.fail(c, s.opts.Problems.New(slug, detail), nil)
+}
+
+func (s *Server) notFound(c *gin.Context) {
+	s.failSlug(c, problem.NotFound, "No such resource.")
+}
+
+func (s *Server) methodNotAllowed(c *gin.Context) {
+	s.failSlug(c, problem.MethodNotAllowed, fmt.Sprintf("%s is not allowed here.", c.Request.Method))
+}
+
+// recoverer turns a panic into a 500 problem that discloses nothing.
+func (s *Server) recoverer(c *gin.Context) {
+	defer func() {
+		if v := recover(); v != nil {
+			if err, ok := v.(error); ok && errors.Is(err, http.ErrAbortHandler) {
+				panic(v)
+			}
+			s.opts.Logger.Error("panic in handler", "route", c.FullPath(), "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+			if !c.Writer.Written() {
+				s.failSlug(c, problem.Internal, "")
+			}
+			c.Abort()
+		}
+	}()
+	c.Next()
+}
+
+// accessLog logs each request by route pattern, never by its URL: query
+// strings and paths carry plates and ids.
+func (s *Server) accessLog(c *gin.Context) {
+	start := time.Now()
+	c.Next()
+	route := c.FullPath()
+	if route == "" {
+		route = "unmatched"
+	}
+	s.opts.Logger.LogAttrs(c.Request.Context(), slog.LevelDebug, "request",
+		slog.String("method", c.Request.Method), slog.String("route", route),
+		slog.Int("status", c.Writer.Status()), slog.Duration("duration", time.Since(start)))
+}

@@ -1,0 +1,28 @@
+package server
+
+// routes lists the whole API at a glance.
+func (s *Server) routes() {
+	r := s.router
+	r.Use(s.recoverer, s.accessLog)
+	r.NoRoute(s.notFound)
+	r.NoMethod(s.methodNotAllowed)
+
+	client := r.Group("/v1", s.apiKeys)
+	client.GET("/infractions", s.infractions)
+	client.GET("/sources", s.coverage)
+	client.GET("/sources/:source/infractions/:infraction_id/voucher", s.voucher)
+
+	admin := r.Group("/v1/admin", s.adminAuth)
+	admin.GET("/breakers", s.listBreakers)
+	admin.POST("/breakers/:key/:operation/reset", s.resetBreaker)
+	admin.POST("/breakers/:key/:operation/open", s.openBreaker)
+	admin.PUT("/sources/:id/breaker", s.updateBreaker)
+	admin.GET("/events", s.events)
+
+	r.GET("/problems/:slug", s.problemPage)
+	r.GET("/healthz", s.healthz)
+	r.GET("/readyz", s.readyz)
+	r.GET("/openapi.yaml", s.openapi)
+	r.GET("/metrics", s.metrics)
+	r.GET("/", s.dashboard)
+}

@@ -1,0 +1,83 @@
+// Package server is the HTTP face of the aggregator and the only package
+// that knows gin: routes, handlers, middleware, and the one place where
+// errors become RFC 9457 problems.
+package server
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/multas/aggregator/breaker"
+	"github.com/multas/aggregator/fanout"
+	"github.com/multas/aggregator/metrics"
+	"github.com/multas/aggregator/problem"
+	"github.com/multas/aggregator/ratelimit"
+)
+
+// Options are the server's dependencies. Nil optional members disable
+// what they serve.
+type Options struct {
+	Engine   *fanout.Engine
+	Breakers *breaker.Set
+	Limiter  *ratelimit.Limiter
+	Metrics  *metrics.Metrics
+	Problems problem.Catalog
+	Logger   *slog.Logger
+
+	// Deadline and MaxDeadline bound a synchronous query (SPEC 3.1).
+	Deadline, MaxDeadline time.Duration
+	// AdminToken guards /v1/admin; empty means the admin surface answers
+	// 403 to everyone.
+	AdminToken string
+	// Keys, when set, makes X-API-Key mandatory on the client endpoints.
+	Keys *ratelimit.Keys
+	// Ready lists the readiness checks of /readyz by name.
+	Ready map[string]func(context.Context) error
+	// Now is the clock; time.Now when nil.
+	Now func() time.Time
+}
+
+// Server serves the API.
+type Server struct {
+	opts   Options
+	router *gin.Engine
+}
+
+// New builds the server and its routes.
+func New(opts Options) *Server {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	gin.SetMode(gin.ReleaseMode)
+	s := &Server{opts: opts, router: gin.New()}
+	s.router.RedirectTrailingSlash = false
+	s.router.RedirectFixedPath = false
+	s.router.HandleMethodNotAllowed = true
+	s.router.ContextWithFallback = true
+	s.routes()
+	return s
+}
+
+// ServeHTTP implements http.Handler.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.router.ServeHTTP(w, r) }
+
+// HTTPServer returns an http.Server for the handler with timeouts set
+// against slow clients; writes may take as long as the longest query.
+func HTTPServer(addr string, h http.Handler, maxDeadline time.Duration) *http.Server {
+	return &http.Server{
+		Addr:              addr,
+		Handler:           h,
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       15 * time.Second,
+		WriteTimeout:      maxDeadline + 15*time.Second,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+	}
+}

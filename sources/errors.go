@@ -1,0 +1,125 @@
+package sources
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/multas/aggregator"
+)
+
+// ErrNotFound is the portal's 404 to a voucher request. It is wrapped in an
+// *Error with Status 404.
+var ErrNotFound = errors.New("not found")
+
+// ErrUnsupported is returned, unwrapped, when a source is asked for an
+// operation (or a kind of id) it does not support; no call is made.
+var ErrUnsupported = errors.New("operation not supported by this source")
+
+// Error is a failed source call, classified. Its text never carries the
+// request URL, which holds the plate or the person id.
+type Error struct {
+	// Outcome is Timeout, Unavailable, Rejected, Unreadable or RateLimited.
+	Outcome aggregator.Outcome
+	// Status is the HTTP status when the portal answered, else 0.
+	Status int
+	// Pause is how long the portal asked us to wait: its Retry-After, or
+	// the reset of an exhausted RateLimit quota; 0 when it said nothing.
+	Pause time.Duration
+	// Err is the cause.
+	Err error
+}
+
+// Error describes the failure by outcome, status and cause.
+func (e *Error) Error() string {
+	msg := string(e.Outcome)
+	if e.Status != 0 {
+		msg += " (HTTP " + strconv.Itoa(e.Status) + ")"
+	}
+	if e.Err != nil {
+		msg += ": " + e.Err.Error()
+	}
+	return msg
+}
+
+// Unwrap returns the cause, so that errors.Is(err, context.DeadlineExceeded)
+// and errors.Is(err, ErrNotFound) work.
+func (e *Error) Unwrap() error { return e.Err }
+
+// transportError classifies a failure to obtain or read an answer. The
+// caller's context comes first: a call cut short by it is a Timeout that
+// wraps context.DeadlineExceeded or context.Canceled. A timeout of the
+// network or of the http.Client is a Timeout too; anything else (refused,
+// reset, DNS, TLS, EOF before the headers) is Unavailable.
+func transportError(ctx context.Context, status int, err error) *Error {
+	if cerr := ctx.Err(); cerr != nil {
+		return &Error{Outcome: aggregator.Timeout, Status: status, Err: cerr}
+	}
+	err = withoutURL(err)
+	var ne net.Error
+	if errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()) {
+		return &Error{Outcome: aggregator.Timeout, Status: status, Err: err}
+	}
+	return &Error{Outcome: aggregator.Unavailable, Status: status, Err: err}
+}
+
+// withoutURL drops the request URL that *url.Error carries (and prints),
+// keeping its operation and cause.
+func withoutURL(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return &requestError{op: ue.Op, err: ue.Err}
+	}
+	return err
+}
+
+// requestError is a *url.Error without its URL.
+type requestError struct {
+	op  string
+	err error
+}
+
+func (e *requestError) Error() string { return e.op + " request: " + e.err.Error() }
+func (e *requestError) Unwrap() error { return e.err }
+
+// Timeout reports whether the cause was a timeout, like *url.Error does.
+func (e *requestError) Timeout() bool {
+	var ne net.Error
+	return errors.As(e.err, &ne) && ne.Timeout()
+}
+
+// statusError classifies a non-2xx answer (404 excepted, which the caller
+// handles) with the pause it asked for.
+func statusError(code int, pause time.Duration) *Error {
+	e := &Error{Status: code, Pause: pause, Err: statusCause(code)}
+	switch {
+	case code == http.StatusTooManyRequests:
+		e.Outcome = aggregator.RateLimited
+	case code >= 500:
+		e.Outcome = aggregator.Unavailable
+	case code >= 400:
+		e.Outcome = aggregator.Rejected
+	default:
+		// 1xx and unfollowed 3xx: not an answer this adapter can read.
+		e.Outcome = aggregator.Unreadable
+	}
+	return e
+}
+
+// statusCause describes a status code as the cause of an Error.
+func statusCause(code int) error {
+	if text := http.StatusText(code); text != "" {
+		return fmt.Errorf("portal answered %d %s", code, text)
+	}
+	return fmt.Errorf("portal answered %d", code)
+}
+
+// unreadable reports a 2xx answer whose body cannot be used.
+func unreadable(status int, pause time.Duration, err error) *Error {
+	return &Error{Outcome: aggregator.Unreadable, Status: status, Pause: pause, Err: err}
+}

@@ -1,0 +1,98 @@
+package sources
+
+import (
+	"errors"
+	"strconv"
+	"strings"
+)
+
+// pointer is a compiled RFC 6901 JSON pointer: the reference tokens,
+// already unescaped. The empty pointer (no tokens) is the whole value.
+type pointer struct {
+	text   string
+	tokens []string
+}
+
+// compilePointer parses an RFC 6901 pointer in its string form ("" or
+// "/a/b~1c/0"). Only the escapes ~0 and ~1 are accepted after '~'.
+func compilePointer(text string) (pointer, error) {
+	if text == "" {
+		return pointer{}, nil
+	}
+	if text[0] != '/' {
+		return pointer{}, errors.New("a JSON pointer must be empty or start with '/'")
+	}
+	raw := strings.Split(text[1:], "/")
+	tokens := make([]string, len(raw))
+	for i, tok := range raw {
+		if !strings.Contains(tok, "~") {
+			tokens[i] = tok
+			continue
+		}
+		var b strings.Builder
+		for j := 0; j < len(tok); j++ {
+			if tok[j] != '~' {
+				b.WriteByte(tok[j])
+				continue
+			}
+			if j+1 == len(tok) || (tok[j+1] != '0' && tok[j+1] != '1') {
+				return pointer{}, errors.New("'~' must be followed by '0' or '1' in a JSON pointer")
+			}
+			if tok[j+1] == '0' {
+				b.WriteByte('~')
+			} else {
+				b.WriteByte('/')
+			}
+			j++
+		}
+		tokens[i] = b.String()
+	}
+	return pointer{text: text, tokens: tokens}, nil
+}
+
+// String returns the pointer as configured.
+func (p pointer) String() string { return p.text }
+
+// resolve walks v, a value decoded by encoding/json, along p. It reports
+// found = false when a member or element does not exist. A JSON null met
+// on the way ends the walk with (nil, true): a portal that answers
+// {"result": null} has nothing there, which is not the same as a shape
+// the configuration does not describe.
+func (p pointer) resolve(v any) (value any, found bool) {
+	for _, tok := range p.tokens {
+		switch node := v.(type) {
+		case nil:
+			return nil, true
+		case map[string]any:
+			next, ok := node[tok]
+			if !ok {
+				return nil, false
+			}
+			v = next
+		case []any:
+			i, ok := arrayIndex(tok)
+			if !ok || i >= len(node) {
+				return nil, false
+			}
+			v = node[i]
+		default:
+			return nil, false
+		}
+	}
+	return v, true
+}
+
+// arrayIndex parses an RFC 6901 array index: "0" or a decimal number
+// without leading zeros. "-" (past the end) never exists when reading.
+func arrayIndex(tok string) (int, bool) {
+	if tok == "" || len(tok) > 9 || (len(tok) > 1 && tok[0] == '0') {
+		return 0, false
+	}
+	for i := 0; i < len(tok); i++ {
+		if tok[i] < '0' || tok[i] > '9' {
+			return 0, false
+		}
+	}
+	n, err := strconv.Atoi(tok)
+	return n, err == nil
+}

@@ -1,0 +1,521 @@
+// Package sources is the generic, configuration-driven adapter to the
+// jurisdictions' HTTP/JSON portals. A Spec says where a portal lives, how
+// each operation's URL is built, and where the parts of an infraction are
+// in its answers (RFC 6901 pointers); a Source built from it makes the
+// calls, classifies every failure by outcome (SPEC 4, 5), reads the
+// portal's back-off signals (Retry-After, RateLimit), and normalises
+// amounts, dates and statuses (SPEC 3.1).
+//
+// A Source knows nothing of breakers, rate limiters or retries: it makes
+// exactly one call per method call and reports what happened.
+package sources
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/multas/aggregator"
+)
+
+// DefaultMaxResponseBytes is the answer size limit used when
+// Spec.MaxResponseBytes is zero (SPEC 6 `max_response_bytes`).
+const DefaultMaxResponseBytes = 2 << 20
+
+// drainLimit bounds how much of an unused body is read so that its
+// connection can be reused; longer bodies are closed unread.
+const drainLimit = 64 << 10
+
+// OperationSpec says how one operation is called.
+type OperationSpec struct {
+	// Method is the HTTP method; empty means GET.
+	Method string
+	// Path is appended to the base URL. Its placeholders {domain}, {id},
+	// {id_kind} and {infraction_id} are replaced by the URL-escaped values
+	// (path-escaped before the '?', query-escaped after it).
+	Path string
+	// Accepts lists the kinds of person id a by_id operation takes; empty
+	// means both.
+	Accepts []aggregator.IDKind
+}
+
+// Spec describes one source portal (SPEC 6, `sources[]`).
+type Spec struct {
+	ID, Jurisdiction, BaseURL string
+	// Headers are sent with every request (a "Host" entry sets the
+	// request's host).
+	Headers    map[string]string
+	Operations map[aggregator.Operation]OperationSpec
+	// Items points to the array of items in a lookup answer ("" is the
+	// document itself).
+	Items string
+	// Fields point to the members of one item: id (required), date,
+	// description, place, amount, currency, status.
+	Fields map[string]string
+	// StatusMap maps the portal's status text (trimmed, compared without
+	// regard to case) to unpaid, paid, in_process or unknown.
+	StatusMap map[string]string
+	// Location is the zone of the portal's zone-less times; nil is UTC.
+	Location *time.Location
+	// Currency applies when an item has no currency of its own.
+	Currency string
+	// MaxResponseBytes bounds a lookup answer; 0 is
+	// DefaultMaxResponseBytes.
+	MaxResponseBytes int64
+}
+
+// Source calls one portal. It is safe for concurrent use.
+type Source struct {
+	spec     Spec
+	client   *http.Client
+	now      func() time.Time
+	ops      [3]*operation // by opIndex
+	lookupH  http.Header   // headers of lookups, Accept included
+	voucherH http.Header
+	host     string
+	maxBytes int64
+	mapping  mapping
+}
+
+// operation is a compiled OperationSpec.
+type operation struct {
+	method    string
+	tmpl      template
+	cuit, dni bool // the kinds of id accepted (by_id)
+}
+
+// Answer is a successful lookup.
+type Answer struct {
+	// Infractions found, in the portal's order; none is filtered out.
+	Infractions []aggregator.Infraction
+	// Pause > 0 when the answer, although successful, asked us to back off
+	// (an exhausted RateLimit quota).
+	Pause time.Duration
+}
+
+// Voucher is a payment voucher being streamed from the portal. The caller
+// must close Body.
+type Voucher struct {
+	ContentType string
+	Body        io.ReadCloser
+	// Length is the body's length, or -1 when the portal did not say.
+	Length int64
+}
+
+// New checks spec and compiles its templates and pointers. client makes
+// the calls (nil is http.DefaultClient; share one so connections are
+// pooled); now reads the clock for HTTP-date Retry-After values (nil is
+// time.Now). Every problem found is reported.
+func New(spec Spec, client *http.Client, now func() time.Time) (*Source, error) {
+	if client == nil {
+		client = http.DefaultClient
+	}
+	if now == nil {
+		now = time.Now
+	}
+	s := &Source{spec: cloneSpec(spec), client: client, now: now}
+	var errs []error
+	fail := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+
+	if spec.ID == "" {
+		fail("id is empty")
+	}
+	base, err := url.Parse(spec.BaseURL)
+	switch {
+	case err != nil:
+		fail("base_url: not a URL")
+	case base.Scheme != "http" && base.Scheme != "https", base.Host == "":
+		fail("base_url: must be an absolute http or https URL")
+	}
+	if len(spec.Operations) == 0 {
+		fail("operations: none configured")
+	}
+	for op, opSpec := range spec.Operations {
+		o, err := compileOperation(spec.BaseURL, op, opSpec)
+		if err != nil {
+			fail("operations.%s: %w", op, err)
+			continue
+		}
+		s.ops[opIndex(op)] = o
+	}
+
+	s.lookupH, s.host, err = compileHeaders(spec.Headers)
+	if err != nil {
+		fail("headers: %w", err)
+	}
+	s.voucherH = s.lookupH.Clone()
+	s.lookupH.Set("Accept", "application/json")
+
+	switch {
+	case spec.MaxResponseBytes < 0:
+		fail("max_response_bytes: negative")
+	case spec.MaxResponseBytes == 0:
+		s.maxBytes = DefaultMaxResponseBytes
+	default:
+		s.maxBytes = spec.MaxResponseBytes
+	}
+
+	s.mapping, err = compileMapping(spec)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	if s.ops[opIndex(aggregator.Voucher)] != nil {
+		s.mapping.voucherPrefix = "/v1/sources/" + url.PathEscape(spec.ID) + "/infractions/"
+	}
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("source %q: %w", spec.ID, errors.Join(errs...))
+	}
+	return s, nil
+}
+
+// compileOperation checks and compiles one operation.
+func compileOperation(base string, op aggregator.Operation, spec OperationSpec) (*operation, error) {
+	if !op.Valid() {
+		return nil, errors.New("unknown operation (known: by_domain, by_id, voucher)")
+	}
+	o := &operation{method: strings.ToUpper(spec.Method)}
+	if o.method == "" {
+		o.method = http.MethodGet
+	}
+	if !isToken(o.method) {
+		return nil, errors.New("method: not an HTTP method")
+	}
+	var err error
+	if o.tmpl, err = compileTemplate(base, spec.Path, op); err != nil {
+		return nil, fmt.Errorf("path: %w", err)
+	}
+	if len(spec.Accepts) > 0 && op != aggregator.ByID {
+		return nil, errors.New("accepts: only by_id takes kinds of id")
+	}
+	o.cuit, o.dni = len(spec.Accepts) == 0, len(spec.Accepts) == 0
+	for _, k := range spec.Accepts {
+		switch k {
+		case aggregator.CUIT:
+			o.cuit = true
+		case aggregator.DNI:
+			o.dni = true
+		default:
+			return nil, fmt.Errorf("accepts: unknown kind of id %q (known: cuit, dni)", k)
+		}
+	}
+	return o, nil
+}
+
+// compileHeaders checks the configured headers and returns them in
+// canonical form, with Host apart.
+func compileHeaders(in map[string]string) (http.Header, string, error) {
+	h := make(http.Header, len(in)+1)
+	var host string
+	for name, value := range in {
+		if !isToken(name) {
+			return h, "", fmt.Errorf("%q is not a header name", name)
+		}
+		if strings.ContainsAny(value, "\r\n\x00") {
+			return h, "", fmt.Errorf("%s: value holds a line break", name)
+		}
+		if strings.EqualFold(name, "Host") {
+			host = value
+			continue
+		}
+		h.Set(name, value)
+	}
+	return h, host, nil
+}
+
+// compileMapping checks and compiles the response mapping of spec.
+func compileMapping(spec Spec) (mapping, error) {
+	m := mapping{
+		source:       spec.ID,
+		jurisdiction: spec.Jurisdiction,
+		currency:     strings.ToUpper(strings.TrimSpace(spec.Currency)),
+		loc:          spec.Location,
+	}
+	if m.loc == nil {
+		m.loc = time.UTC
+	}
+	var errs []error
+	var err error
+	if m.items, err = compilePointer(spec.Items); err != nil {
+		errs = append(errs, fmt.Errorf("response.items: %w", err))
+	}
+	if _, ok := spec.Fields["id"]; !ok {
+		errs = append(errs, errors.New("response.fields.id: required"))
+	}
+	for name, text := range spec.Fields {
+		f, ok := fieldByName(name)
+		if !ok {
+			errs = append(errs, fmt.Errorf("response.fields.%s: unknown field (known: id, date, description, place, amount, currency, status)", name))
+			continue
+		}
+		if m.fields[f], err = compilePointer(text); err != nil {
+			errs = append(errs, fmt.Errorf("response.fields.%s: %w", name, err))
+			continue
+		}
+		m.mapped[f] = true
+	}
+	for _, key := range slices.Sorted(maps.Keys(spec.StatusMap)) {
+		st := aggregator.Status(spec.StatusMap[key])
+		k := strings.TrimSpace(key)
+		switch {
+		case !st.Valid():
+			errs = append(errs, fmt.Errorf("response.status_map.%s: %q is not unpaid, paid, in_process or unknown", key, st))
+			continue
+		case k == "":
+			errs = append(errs, errors.New("response.status_map: empty portal text"))
+			continue
+		}
+		dup := slices.IndexFunc(m.statuses, func(e statusEntry) bool { return strings.EqualFold(e.key, k) })
+		if dup >= 0 {
+			if m.statuses[dup].status != st {
+				errs = append(errs, fmt.Errorf("response.status_map.%s: conflicts with %q", key, m.statuses[dup].key))
+			}
+			continue
+		}
+		m.statuses = append(m.statuses, statusEntry{key: k, status: st})
+	}
+	return m, errors.Join(errs...)
+}
+
+// Spec returns the source's configuration (a copy).
+func (s *Source) Spec() Spec { return cloneSpec(s.spec) }
+
+// Supports reports whether the source answers op for this kind of person
+// id; kind is ignored (pass "") for by_domain and voucher, and "" for by_id
+// asks whether by_id exists at all.
+func (s *Source) Supports(op aggregator.Operation, kind aggregator.IDKind) bool {
+	if !op.Valid() {
+		return false
+	}
+	o := s.ops[opIndex(op)]
+	if o == nil {
+		return false
+	}
+	if op != aggregator.ByID {
+		return true
+	}
+	switch kind {
+	case aggregator.CUIT:
+		return o.cuit
+	case aggregator.DNI:
+		return o.dni
+	}
+	return kind == ""
+}
+
+// Lookup asks the portal for the infractions of q (by_domain or by_id, as
+// q.Operation says). A 404 is a successful answer with no infractions.
+// Failures are *Error; ErrUnsupported when the source cannot answer q.
+func (s *Source) Lookup(ctx context.Context, q aggregator.Query) (Answer, error) {
+	op := q.Operation()
+	if !s.Supports(op, q.IDKind) {
+		return Answer{}, ErrUnsupported
+	}
+	var v values
+	v[paramDomain], v[paramID], v[paramIDKind] = q.Domain, q.ID, string(q.IDKind)
+	resp, err := s.do(ctx, s.ops[opIndex(op)], &v, s.lookupH)
+	if err != nil {
+		return Answer{}, err
+	}
+	defer resp.Body.Close()
+	pause := s.pause(resp)
+	switch code := resp.StatusCode; {
+	case code == http.StatusNotFound, code == http.StatusNoContent:
+		drain(resp.Body)
+		return Answer{Pause: pause}, nil
+	case code >= 200 && code < 300:
+		infractions, err := s.read(ctx, resp, pause)
+		if err != nil {
+			return Answer{}, err
+		}
+		return Answer{Infractions: infractions, Pause: pause}, nil
+	default:
+		drain(resp.Body)
+		return Answer{}, statusError(code, pause)
+	}
+}
+
+// Voucher asks the portal for an infraction's payment voucher and returns
+// it for streaming, with the portal's content type. The portal's 404 is an
+// *Error with Status 404 wrapping ErrNotFound; other failures are
+// classified as for Lookup. The body is not size-limited: it is streamed,
+// never held in memory.
+func (s *Source) Voucher(ctx context.Context, infractionID string) (*Voucher, error) {
+	o := s.ops[opIndex(aggregator.Voucher)]
+	if o == nil {
+		return nil, ErrUnsupported
+	}
+	if infractionID == "" {
+		return nil, &Error{Outcome: aggregator.Rejected, Err: ErrNotFound}
+	}
+	var v values
+	v[paramInfractionID] = infractionID
+	resp, err := s.do(ctx, o, &v, s.voucherH)
+	if err != nil {
+		return nil, err
+	}
+	code := resp.StatusCode
+	if code >= 200 && code < 300 {
+		ct := resp.Header.Get("Content-Type")
+		if ct == "" {
+			ct = "application/octet-stream"
+		}
+		return &Voucher{ContentType: ct, Body: resp.Body, Length: resp.ContentLength}, nil
+	}
+	pause := s.pause(resp)
+	drain(resp.Body)
+	resp.Body.Close()
+	if code == http.StatusNotFound {
+		return nil, &Error{Outcome: aggregator.Rejected, Status: code, Pause: pause, Err: ErrNotFound}
+	}
+	return nil, statusError(code, pause)
+}
+
+// do sends one request of operation o. A failure to get an answer comes
+// back as *Error.
+func (s *Source) do(ctx context.Context, o *operation, v *values, h http.Header) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, o.method, o.tmpl.expand(*v), nil)
+	if err != nil {
+		return nil, &Error{Outcome: aggregator.Rejected, Err: fmt.Errorf("building the request: %w", withoutURL(err))}
+	}
+	// A copy: the client may add headers (cookies) to the request.
+	req.Header = h.Clone()
+	if s.host != "" {
+		req.Host = s.host
+	}
+	resp, err := s.client.Do(req)
+	if err != nil {
+		return nil, transportError(ctx, 0, err)
+	}
+	return resp, nil
+}
+
+// read decodes and maps a 2xx lookup answer, at most maxBytes of it.
+func (s *Source) read(ctx context.Context, resp *http.Response, pause time.Duration) ([]aggregator.Infraction, error) {
+	if resp.ContentLength > s.maxBytes {
+		return nil, unreadable(resp.StatusCode, pause, fmt.Errorf("answer larger than %d bytes", s.maxBytes))
+	}
+	body := limitedReader{r: resp.Body, left: s.maxBytes + 1}
+	infractions, err := s.mapping.decode(&body)
+	switch {
+	case body.over:
+		return nil, unreadable(resp.StatusCode, pause, fmt.Errorf("answer larger than %d bytes", s.maxBytes))
+	case body.err != nil:
+		e := transportError(ctx, resp.StatusCode, body.err)
+		e.Pause = pause
+		return nil, e
+	case err != nil:
+		return nil, unreadable(resp.StatusCode, pause, err)
+	}
+	return infractions, nil
+}
+
+// pause is how long the answer asks us to wait: Retry-After on a 429 or a
+// 5xx, or whenever a RateLimit quota is exhausted (Retry-After first);
+// otherwise the exhausted quota's reset; 0 when the answer says nothing.
+func (s *Source) pause(resp *http.Response) time.Duration {
+	remaining, reset, ok := ParseRateLimit(resp.Header)
+	exhausted := ok && remaining == 0
+	if exhausted || resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500 {
+		if ra := resp.Header["Retry-After"]; len(ra) > 0 {
+			if d, ok := ParseRetryAfter(ra[0], s.now()); ok {
+				return d
+			}
+		}
+	}
+	if exhausted {
+		return reset
+	}
+	return 0
+}
+
+// limitedReader reads at most left bytes of r, recording whether the body
+// went past its limit and any read error other than io.EOF, so that an
+// oversized body, a broken connection and an invalid document can be told
+// apart after decoding.
+type limitedReader struct {
+	r    io.Reader
+	left int64
+	over bool
+	err  error
+}
+
+// errTooLarge stops the decoder at the size limit; it is reported
+// through limitedReader.over, never returned.
+var errTooLarge = errors.New("answer too large")
+
+func (l *limitedReader) Read(p []byte) (int, error) {
+	if l.left <= 0 {
+		l.over = true
+		return 0, errTooLarge
+	}
+	if int64(len(p)) > l.left {
+		p = p[:l.left]
+	}
+	n, err := l.r.Read(p)
+	l.left -= int64(n)
+	if err != nil && err != io.EOF {
+		l.err = err
+	}
+	if l.left <= 0 {
+		// One byte more than the limit has been read.
+		l.over = true
+		return n, errTooLarge
+	}
+	return n, err
+}
+
+// drain reads what remains of a small body so the connection is reused.
+func drain(body io.Reader) {
+	_, _ = io.CopyN(io.Discard, body, drainLimit)
+}
+
+// opIndex is the index of a valid operation in Source.ops.
+func opIndex(op aggregator.Operation) int {
+	switch op {
+	case aggregator.ByDomain:
+		return 0
+	case aggregator.ByID:
+		return 1
+	}
+	return 2
+}
+
+// isToken reports whether s is an RFC 9110 token (a method or field name).
+func isToken(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
+		case strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// cloneSpec copies spec and the maps and slices it holds.
+func cloneSpec(spec Spec) Spec {
+	spec.Headers = maps.Clone(spec.Headers)
+	spec.Fields = maps.Clone(spec.Fields)
+	spec.StatusMap = maps.Clone(spec.StatusMap)
+	if spec.Operations != nil {
+		ops := make(map[aggregator.Operation]OperationSpec, len(spec.Operations))
+		for op, opSpec := range spec.Operations {
+			opSpec.Accepts = slices.Clone(opSpec.Accepts)
+			ops[op] = opSpec
+		}
+		spec.Operations = ops
+	}
+	return spec
+}
