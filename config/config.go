@@ -7,6 +7,14 @@
 // package, so that unknown keys, wrong types and invalid values are all
 // reported together, and so that environment values are substituted inside
 // already-parsed scalars: a value cannot inject YAML structure.
+//
+// Values: ${NAME} and ${NAME:-default} (the default applies when the
+// variable is empty or unset) are expanded in every scalar value, never in
+// keys; $$ is a literal $, and any other $ is kept as written. A null value
+// (`timeout:` or `~`) is the same as leaving the key out. Durations are Go
+// duration strings ("3s"; a bare 0 too). Anchors, aliases and merge keys
+// (<<) work as YAML defines them. Messages never show a header value, a
+// token, a key, a secret or a value that came from the environment.
 package config
 
 import (

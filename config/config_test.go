@@ -3,6 +3,7 @@ package config
 import (
 	"encoding/json"
 	"errors"
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -290,6 +291,9 @@ defaults:
 		{"b.currency", b.Currency, "ARS"},
 		{"c.breaker.failure_statuses (explicit empty)", cc.Breaker.FailureStatuses, []int{}},
 		{"defaults.rate_limit.burst stays as written", c.Defaults.RateLimit.Burst, 0},
+		{"burst(1e12, 0)", burst(1e12, 0), math.MaxInt32},
+		{"burst(0.2, 0)", burst(0.2, 0), 1},
+		{"burst(0, 0)", burst(0, 0), 0},
 	}
 	for _, tc := range checks {
 		if !reflect.DeepEqual(tc.got, tc.want) {
@@ -412,7 +416,7 @@ sources:
 
 func TestEnvDefaults(t *testing.T) {
 	t.Parallel()
-	data := "server: {listen: \"${LISTEN:-127.0.0.1:9999}\", admin_token: \"pa$$word${EMPTY}\"}\nquery: {deadline: ${D}}\n" + minimal
+	data := "server: {listen: \"${LISTEN:-127.0.0.1:9999}\", admin_token: \"pa$$word${EMPTY}\"}\nquery: {deadline: \"${D}\"}\n" + minimal
 	c := mustParse(t, data, env(map[string]string{"D": "2s"}))
 	if c.Server.Listen != "127.0.0.1:9999" {
 		t.Errorf("listen: got %q", c.Server.Listen)
@@ -511,8 +515,13 @@ func TestSyntaxAndShape(t *testing.T) {
 		wantMsg    string
 	}{
 		{"syntax", "server: {listen: [}\n", "", 1, "invalid YAML"},
+		{"syntax later", "query: {}\nserver: {listen: [}\n", "", 2, "invalid YAML: did not find expected node content"},
+		{"unclosed flow", "query: {}\nserver: {listen: ${X}}\n", "", 2, "invalid YAML: did not find expected ',' or '}'"},
+		{"scanner", "query: {}\nserver: {}\nstore: \"abc\n", "", 3, "invalid YAML: found unexpected end of stream"},
+		{"scanner first line", "query: {}: x\n", "", 1, "invalid YAML"},
+		{"unknown anchor", "query: *nope\n", "", 0, "invalid YAML: unknown anchor"},
 		{"tab", "server:\n\tlisten: x\n", "", 2, "invalid YAML"},
-		{"two documents", minimal + "---\nserver: {}\n", "", 9, "more than one YAML document"},
+		{"two documents", minimal + "---\nserver: {}\n", "", 8, "more than one YAML document"},
 		{"not a mapping", "- a\n- b\n", "", 1, "want a mapping"},
 		{"duplicate key", "query: {deadline: 1s}\nquery: {deadline: 2s}\n" + minimal, "query", 2, "duplicate key (first written on line 1)"},
 		{"sources not a list", "sources: {id: x}\n", "sources", 1, "want a list of sources"},
@@ -559,18 +568,18 @@ sources:
 `
 	errs := parseErrors(t, data, nil)
 	want := []string{
-		"test.yaml:13: sources[1].colour: unknown key",
 		"test.yaml:1: query.deadline: must be positive",
 		"test.yaml:2: webhooks.max_attempts: must be at least 1",
 		`test.yaml:4: sources[0].id: "Bad Id" must be lower-case letters, digits, _ and -, starting with a letter or digit`,
+		"test.yaml:4: sources[0].response.fields.id: required when by_domain or by_id is configured",
 		"test.yaml:5: sources[0].jurisdiction: required",
 		"test.yaml:6: sources[0].base_url: want an absolute http:// or https:// URL",
 		`test.yaml:7: sources[0].operations.by_domain.path: must start with a single "/"`,
 		"test.yaml:7: sources[0].operations.by_domain.path: must contain {domain}",
-		"test.yaml:7: sources[0].response.fields.id: required when by_domain or by_id is configured",
 		"test.yaml:8: sources[0].breaker.window: must be positive",
 		"test.yaml:8: sources[0].breaker.failure_ratio: must be greater than 0 and at most 1",
 		"test.yaml:12: sources[1].operations.voucher.path: must contain {infraction_id}",
+		"test.yaml:13: sources[1].colour: unknown key",
 	}
 	got := strings.Split(errs.Error(), "\n")
 	if !slices.Equal(got, want) {

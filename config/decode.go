@@ -166,15 +166,42 @@ func parseYAML(data []byte, file string) (n *yaml.Node, err error) {
 }
 
 // syntaxError turns a yaml.v3 parse error into an Error with its line.
+// yaml.v3 numbers lines from 0 in parser errors and from 1 in scanner
+// errors, and leaves the number out for the first line.
 func syntaxError(file string, err error) Error {
 	msg := strings.TrimPrefix(err.Error(), "yaml: ")
+	line := 0
 	if rest, ok := strings.CutPrefix(msg, "line "); ok {
-		num, text, ok := strings.Cut(rest, ": ")
-		if line, err := strconv.Atoi(num); ok && err == nil {
-			return Error{File: file, Line: line, Msg: "invalid YAML: " + text}
+		if num, text, ok := strings.Cut(rest, ": "); ok {
+			if n, err := strconv.Atoi(num); err == nil {
+				line, msg = n, text
+			}
 		}
 	}
-	return Error{File: file, Msg: "invalid YAML: " + msg}
+	switch {
+	case parserError(msg):
+		line++
+	case line == 0 && (strings.HasPrefix(msg, "found ") || strings.HasPrefix(msg, "did not find ") ||
+		strings.HasPrefix(msg, "mapping values ") || strings.HasPrefix(msg, "could not find ") ||
+		strings.HasPrefix(msg, "block sequence entries ")):
+		line = 1
+	}
+	return Error{File: file, Line: line, Msg: "invalid YAML: " + msg}
+}
+
+// parserError reports whether msg is one of the yaml.v3 parser's (not
+// scanner's) problems, whose line numbers count from 0.
+func parserError(msg string) bool {
+	switch msg {
+	case "did not find expected <stream-start>", "did not find expected <document start>",
+		"did not find expected node content", "did not find expected '-' indicator",
+		"did not find expected key", "did not find expected ',' or ']'",
+		"did not find expected ',' or '}'", "found duplicate %YAML directive",
+		"found incompatible YAML document", "found duplicate %TAG directive",
+		"found undefined tag handle":
+		return true
+	}
+	return false
 }
 
 // mapping returns n's key/value pairs, with merge keys (<<) applied and

@@ -117,10 +117,10 @@ func (c *Config) fill() {
 
 // burst is b, or ceil(rps) when b is 0 and rps positive.
 func burst(rps float64, b int) int {
-	if b == 0 && rps > 0 && rps < math.MaxInt32 {
-		return int(math.Ceil(rps))
+	if b != 0 || !(rps > 0) {
+		return b
 	}
-	return b
+	return int(math.Ceil(min(rps, math.MaxInt32)))
 }
 
 // clone is b with its own copy of FailureStatuses.

@@ -49,6 +49,8 @@ func Parse(data []byte, filename string, getenv func(string) string) (*Config, e
 		errs = append(errs, e)
 	}
 	if len(errs) > 0 {
+		// In file order; problems of the file as a whole (line 0) first.
+		slices.SortStableFunc(errs, func(a, b Error) int { return a.Line - b.Line })
 		return nil, compact(errs)
 	}
 	return cfg, nil
