@@ -33,7 +33,7 @@ func main() {
 		if !errors.Is(err, errReported) {
 			fmt.Fprintln(os.Stderr, "aggregator:", err)
 		}
-		os.Exit(1)
+		os.Exit(exitCode(err))
 	}
 }
 
@@ -45,6 +45,9 @@ var errReported = errors.New("reported")
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	if len(args) > 0 && args[0] == "validate" {
 		return validate(args[1:], getenv, stdout, stderr)
+	}
+	if len(args) > 0 && args[0] == "query" {
+		return query(ctx, args[1:], getenv, stdout, stderr)
 	}
 	fs := flag.NewFlagSet("aggregator", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -76,7 +79,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 			return reportConfig(stderr, err)
 		}
 		if *listen != "" {
-			cfg.Server.Listen = *listen
+			if err := cfg.SetListen(*listen); err != nil {
+				return fmt.Errorf("-listen: %w", err)
+			}
 		}
 	}
 

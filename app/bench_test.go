@@ -1,0 +1,91 @@
+package app_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/multas/aggregator"
+	"github.com/multas/aggregator/app"
+	"github.com/multas/aggregator/config"
+)
+
+const benchBody = `{"items":[
+ {"id":"A-1","date":"2026-03-14T09:12:00","amount":"185000.5","status":"IMPAGA","place":"Av. Lugones km 4"},
+ {"id":"A-2","date":"2026-01-02T10:00:00-03:00","amount":47500,"status":"PAGADA"},
+ {"id":"A-3","date":"2025-12-24","amount":"1.234,56","status":"EN GESTION"}]}`
+
+// benchApp starts n portals answering three items each and an App over them.
+func benchApp(b *testing.B, n int) *app.App {
+	b.Helper()
+	var yaml strings.Builder
+	yaml.WriteString("problems: {base_uri: \"https://problems.test/\"}\ndefaults: {retry: {max_retries: 0}}\nsources:\n")
+	for i := range n {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = w.Write([]byte(benchBody))
+		}))
+		b.Cleanup(srv.Close)
+		fmt.Fprintf(&yaml, `  - id: s%d
+    jurisdiction: Source %d
+    base_url: %s
+    operations: {by_domain: {path: "/q?d={domain}"}}
+    response:
+      items: /items
+      fields: {id: /id, date: /date, amount: /amount, status: /status, place: /place}
+      status_map: {IMPAGA: unpaid, PAGADA: paid, "EN GESTION": in_process}
+`, i, i, srv.URL)
+	}
+	cfg, err := config.Parse([]byte(yaml.String()), "bench.yaml", nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	a, err := app.New(cfg, app.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return a
+}
+
+// BenchmarkQuery is one query fanned out to 10 in-process portals, through
+// the engine (limiter, breaker, adapter, normalisation), distinct plates.
+func BenchmarkQuery(b *testing.B) {
+	for _, n := range []int{1, 10} {
+		b.Run(fmt.Sprintf("sources=%d", n), func(b *testing.B) {
+			a := benchApp(b, n)
+			q := aggregator.Query{Domain: "AB123CD"}
+			set, _ := a.Engine.Select(q, nil)
+			b.ReportAllocs()
+			for i := 0; b.Loop(); i++ {
+				q.Domain = fmt.Sprintf("AB%03dCD", i%1000)
+				r := a.Engine.Query(context.Background(), q, set, 3*time.Second)
+				if !r.Complete {
+					b.Fatalf("incomplete: %+v", r.Summary)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkHTTPQuery adds the HTTP layer: routing, validation, encoding.
+func BenchmarkHTTPQuery(b *testing.B) {
+	a := benchApp(b, 10)
+	srv := httptest.NewServer(a.Server)
+	defer srv.Close()
+	client := srv.Client()
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		resp, err := client.Get(fmt.Sprintf("%s/v1/infractions?domain=AB%03dCD", srv.URL, i%1000))
+		if err != nil {
+			b.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			b.Fatalf("status %d", resp.StatusCode)
+		}
+	}
+}
