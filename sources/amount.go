@@ -76,17 +76,20 @@ func isCurrencyMark(r rune) bool {
 	return unicode.IsLetter(r) || unicode.Is(unicode.Sc, r) || unicode.IsSpace(r)
 }
 
-// decimal is an unsigned decimal number: digits × 10^exp, digits without
-// leading zeros (possibly empty for zero).
+// maxSignificant bounds the significant digits of an amount; no amount of
+// money needs more, and the bound keeps the work per field small.
+const maxSignificant = 64
+
+// decimal is an unsigned decimal number: digits[:n] × 10^exp, the digits
+// without leading zeros (none for zero).
 type decimal struct {
-	digits []byte
+	digits [maxSignificant]byte
+	n      int
 	exp    int
-	buf    [40]byte
 }
 
 // parse reads the unsigned numeric core of an amount.
 func (d *decimal) parse(s string) bool {
-	d.digits = d.buf[:0]
 	mant, exp, hasExp := strings.Cut(s, "e")
 	if !hasExp {
 		mant, exp, hasExp = strings.Cut(s, "E")
@@ -101,7 +104,7 @@ func (d *decimal) parse(s string) bool {
 		return false
 	}
 	d.trim()
-	return len(d.digits) == 0 || len(d.digits)+d.exp <= maxAmountDigits
+	return d.n == 0 || d.n+d.exp <= maxAmountDigits
 }
 
 // plain reads digits with at most one '.' (the form of a JSON number).
@@ -195,25 +198,24 @@ func (d *decimal) appendDigit(c byte) bool {
 	if c < '0' || c > '9' {
 		return false
 	}
-	if c == '0' && len(d.digits) == 0 {
+	if c == '0' && d.n == 0 {
 		return true
 	}
-	if len(d.digits) >= 400 {
-		// Too many significant digits for an amount; the bound keeps the
-		// work per field small.
+	if d.n == maxSignificant {
 		return false
 	}
-	d.digits = append(d.digits, c)
+	d.digits[d.n] = c
+	d.n++
 	return true
 }
 
 // trim drops trailing zeros into the exponent.
 func (d *decimal) trim() {
-	for len(d.digits) > 0 && d.digits[len(d.digits)-1] == '0' {
-		d.digits = d.digits[:len(d.digits)-1]
+	for d.n > 0 && d.digits[d.n-1] == '0' {
+		d.n--
 		d.exp++
 	}
-	if len(d.digits) == 0 {
+	if d.n == 0 {
 		d.exp = 0
 	}
 }
@@ -253,12 +255,12 @@ func (d *decimal) cents(neg bool) string {
 	// leading zeros; n == 0 is zero.
 	var c [maxAmountDigits + 4]byte
 	n := 0
-	keep := len(d.digits) + d.exp + 2 // digits of the value × 100
+	keep := d.n + d.exp + 2 // digits of the value × 100
 	switch {
-	case len(d.digits) == 0 || keep < 0:
+	case d.n == 0 || keep < 0:
 		// Zero, or less than half a cent.
 	case d.exp+2 >= 0:
-		n = copy(c[:], d.digits)
+		n = copy(c[:], d.digits[:d.n])
 		for ; n < keep; n++ {
 			c[n] = '0'
 		}

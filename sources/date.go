@@ -16,11 +16,16 @@ import (
 // fraction), optionally followed by an offset "Z", "-03:00", "-0300" or
 // "-03". A time with an offset keeps it; a zone-less time is read in loc.
 // A string of nine or more digits is Unix epoch seconds, as a JSON number
-// would be (see formatEpoch).
+// would be (see formatEpoch); "/Date(1773490320000)/" and
+// "/Date(1773490320000-0300)/" (the ASP.NET form) are epoch milliseconds,
+// shown at their offset when they have one.
 func formatDate(s string, loc *time.Location) (string, bool) {
 	s = strings.TrimSpace(s)
 	if len(s) >= 9 && allDigits(s) {
 		return formatEpoch(s, loc)
+	}
+	if ms, ok := strings.CutPrefix(s, "/Date("); ok {
+		return formatDotNet(ms, loc)
 	}
 	t, ok := parseDate(s, loc)
 	if !ok {
@@ -55,6 +60,34 @@ func formatEpoch(num string, loc *time.Location) (string, bool) {
 		sec /= 1000
 	}
 	t := time.Unix(sec, 0).In(loc)
+	if y := t.Year(); y < 1 || y > 9999 {
+		return "", false
+	}
+	return t.Format(time.RFC3339), true
+}
+
+// formatDotNet renders the inside of an ASP.NET "/Date(ms±hhmm)/" date.
+func formatDotNet(s string, loc *time.Location) (string, bool) {
+	s, ok := strings.CutSuffix(s, ")/")
+	if !ok {
+		return "", false
+	}
+	if i := strings.LastIndexAny(s, "+-"); i > 0 {
+		p := scanner{s: s, i: i}
+		zone, ok := p.zone()
+		if !ok || !p.done() {
+			return "", false
+		}
+		s, loc = s[:i], zone
+	}
+	if s == "" || !allDigits(strings.TrimPrefix(s, "-")) {
+		return "", false
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return "", false
+	}
+	t := time.UnixMilli(n).In(loc)
 	if y := t.Year(); y < 1 || y > 9999 {
 		return "", false
 	}

@@ -26,7 +26,9 @@ var ErrUnsupported = errors.New("operation not supported by this source")
 type Error struct {
 	// Outcome is Timeout, Unavailable, Rejected, Unreadable or RateLimited.
 	Outcome aggregator.Outcome
-	// Status is the HTTP status when the portal answered, else 0.
+	// Status is the HTTP status when the portal answered, else 0: a
+	// connection refused, reset or timed out, even after the headers of an
+	// answer whose body never arrived whole, has Status 0.
 	Status int
 	// Pause is how long the portal asked us to wait: its Retry-After, or
 	// the reset of an exhausted RateLimit quota; 0 when it said nothing.
@@ -53,19 +55,24 @@ func (e *Error) Unwrap() error { return e.Err }
 
 // transportError classifies a failure to obtain or read an answer. The
 // caller's context comes first: a call cut short by it is a Timeout that
-// wraps context.DeadlineExceeded or context.Canceled. A timeout of the
-// network or of the http.Client is a Timeout too; anything else (refused,
-// reset, DNS, TLS, EOF before the headers) is Unavailable.
-func transportError(ctx context.Context, status int, err error) *Error {
+// wraps context.DeadlineExceeded or context.Canceled, and the context's
+// cause when the caller gave one (context.WithTimeoutCause), so that the
+// caller can tell its own budget from the source's timeout. A timeout of
+// the network or of the http.Client is a Timeout too; anything else
+// (refused, reset, DNS, TLS, EOF before the headers) is Unavailable.
+func transportError(ctx context.Context, err error) *Error {
 	if cerr := ctx.Err(); cerr != nil {
-		return &Error{Outcome: aggregator.Timeout, Status: status, Err: cerr}
+		if cause := context.Cause(ctx); cause != nil && cause != cerr {
+			cerr = fmt.Errorf("%w: %w", cerr, cause)
+		}
+		return &Error{Outcome: aggregator.Timeout, Err: cerr}
 	}
 	err = withoutURL(err)
 	var ne net.Error
 	if errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()) {
-		return &Error{Outcome: aggregator.Timeout, Status: status, Err: err}
+		return &Error{Outcome: aggregator.Timeout, Err: err}
 	}
-	return &Error{Outcome: aggregator.Unavailable, Status: status, Err: err}
+	return &Error{Outcome: aggregator.Unavailable, Err: err}
 }
 
 // withoutURL drops the request URL that *url.Error carries (and prints),

@@ -1,10 +1,10 @@
 package sources
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/url"
 	"strings"
 	"time"
@@ -62,11 +62,12 @@ func fieldByName(name string) (field, bool) {
 // case-insensitively.
 type statusEntry struct {
 	key    string
+	bytes  []byte // key, to compare with the answer's bytes
 	status aggregator.Status
 }
 
-// mapping turns a portal's decoded answer into infractions. It is built
-// once by New and only read afterwards.
+// mapping turns a portal's answer into infractions. It is built once by
+// New and only read afterwards.
 type mapping struct {
 	items    pointer
 	fields   [numFields]pointer
@@ -79,130 +80,171 @@ type mapping struct {
 	voucherPrefix        string // "" when the source has no voucher operation
 }
 
-// decode reads one JSON document from r (numbers kept as their literal
-// text) and maps it. Anything after the document but white space is an
-// error. Read errors of r come back as they are, for the caller to
-// classify; every other error means the answer cannot be used.
-func (m *mapping) decode(r io.Reader) ([]aggregator.Infraction, error) {
-	dec := json.NewDecoder(r)
-	dec.UseNumber()
-	var doc any
-	if err := dec.Decode(&doc); err != nil {
-		if err == io.EOF {
+// apply maps a whole answer: it must be one valid JSON document, its items
+// pointer must lead to an array (or to null, for no items), and every item
+// must map. The document is read in place; every string of the result is a
+// copy, so doc may be reused afterwards.
+func (m *mapping) apply(doc []byte) ([]aggregator.Infraction, error) {
+	doc = bytes.TrimPrefix(doc, []byte("\uFEFF")) // a byte order mark, as some portals send
+	if !json.Valid(doc) {
+		if len(bytes.TrimSpace(doc)) == 0 {
 			return nil, errors.New("empty answer")
 		}
-		return nil, fmt.Errorf("invalid JSON: %w", err)
+		var raw json.RawMessage
+		return nil, fmt.Errorf("invalid JSON: %w", json.Unmarshal(doc, &raw))
 	}
-	if _, err := dec.Token(); err != io.EOF {
-		return nil, errors.New("invalid JSON: data after the document")
-	}
-	return m.apply(doc)
-}
-
-// apply maps a decoded document: the items pointer must lead to an array
-// (or to null, for no items), and every item must map.
-func (m *mapping) apply(doc any) ([]aggregator.Infraction, error) {
-	v, found := m.items.resolve(doc)
+	v, found := m.items.resolve(doc[skipSpace(doc, 0):])
 	if !found {
 		return nil, fmt.Errorf("items pointer %q not found in the answer", m.items.String())
 	}
-	if v == nil {
+	if isNull(v) {
 		return nil, nil
 	}
-	items, ok := v.([]any)
-	if !ok {
+	if v[0] != '[' {
 		return nil, fmt.Errorf("items pointer %q does not lead to an array", m.items.String())
 	}
-	out := make([]aggregator.Infraction, len(items))
-	for i, item := range items {
-		if err := m.item(item, &out[i]); err != nil {
-			return nil, fmt.Errorf("item %d: %w", i, err)
+	var out []aggregator.Infraction
+	for it := (iterator{b: v, i: 1}); ; {
+		item, ok := it.next()
+		if !ok {
+			return out, nil
+		}
+		if out == nil {
+			// Room for as many items as the first one's size suggests.
+			out = make([]aggregator.Infraction, 0, min(len(v)/(len(item)+1)+1, 64))
+		}
+		out = append(out, aggregator.Infraction{})
+		if err := m.item(item, &out[len(out)-1]); err != nil {
+			return nil, fmt.Errorf("item %d: %w", len(out)-1, err)
 		}
 	}
-	return out, nil
 }
 
 // item maps one portal item into inf.
-func (m *mapping) item(item any, inf *aggregator.Infraction) error {
+func (m *mapping) item(item []byte, inf *aggregator.Infraction) error {
 	*inf = aggregator.Infraction{
 		Source:       m.source,
 		Jurisdiction: m.jurisdiction,
 		Currency:     m.currency,
 		Status:       aggregator.Unknown,
 	}
-	id, ok := m.text(item, fieldID)
+	var vals [numFields][]byte
+	m.fieldValues(item, &vals)
+	id, ok := text(vals[fieldID])
 	if !ok {
 		return m.fieldError(fieldID, "not text or a number")
 	}
-	if id == "" {
+	if len(id) == 0 {
 		return m.fieldError(fieldID, "missing or empty")
 	}
-	inf.ID = id
+	inf.ID = string(id)
 	if m.voucherPrefix != "" {
-		inf.Voucher = m.voucherPrefix + url.PathEscape(id) + "/voucher"
+		inf.Voucher = m.voucherPrefix + url.PathEscape(inf.ID) + "/voucher"
 	}
-	if inf.Description, ok = m.text(item, fieldDescription); !ok {
-		return m.fieldError(fieldDescription, "not text")
+	for _, f := range [...]field{fieldDescription, fieldPlace} {
+		t, ok := text(vals[f])
+		if !ok {
+			return m.fieldError(f, "not text")
+		}
+		if len(t) == 0 {
+			continue
+		}
+		if f == fieldDescription {
+			inf.Description = string(t)
+		} else {
+			inf.Place = string(t)
+		}
 	}
-	if inf.Place, ok = m.text(item, fieldPlace); !ok {
-		return m.fieldError(fieldPlace, "not text")
-	}
-	if c, ok := m.text(item, fieldCurrency); !ok {
+	if c, ok := text(vals[fieldCurrency]); !ok {
 		return m.fieldError(fieldCurrency, "not text")
-	} else if c != "" {
-		inf.Currency = strings.ToUpper(c)
+	} else if len(c) > 0 && !bytes.EqualFold(c, []byte(m.currency)) {
+		inf.Currency = strings.ToUpper(string(c))
 	}
-	if err := m.date(item, inf); err != nil {
+	if err := m.date(vals[fieldDate], inf); err != nil {
 		return err
 	}
-	if err := m.amount(item, inf); err != nil {
+	if err := m.amount(vals[fieldAmount], inf); err != nil {
 		return err
 	}
-	return m.status(item, inf)
+	return m.status(vals[fieldStatus], inf)
 }
 
-// value is the value of field f in item: nil when the field is not
-// mapped, absent, or null.
-func (m *mapping) value(item any, f field) any {
-	if !m.mapped[f] {
+// fieldValues finds the value of every mapped field in item, leaving nil
+// for fields absent or null. For an object item it reads the item once,
+// matching each member against the first token of every field's pointer.
+func (m *mapping) fieldValues(item []byte, vals *[numFields][]byte) {
+	objectFields := false
+	for f := range numFields {
+		switch {
+		case !m.mapped[f]:
+		case item[0] == '{' && len(m.fields[f].tokens) > 0:
+			objectFields = true
+		default:
+			vals[f] = notNull(m.fields[f].resolve(item))
+		}
+	}
+	if !objectFields {
+		return
+	}
+	for it := (iterator{b: item, i: 1}); ; {
+		k, ok := it.next()
+		if !ok {
+			return
+		}
+		it.i = skipSpace(item, it.i) + 1 // ':'
+		v, _ := it.next()
+		key := keyText(k)
+		for f := range numFields {
+			p := m.fields[f]
+			if m.mapped[f] && len(p.tokens) > 0 && string(key) == p.tokens[0] {
+				// The last of duplicate members wins, as in encoding/json.
+				vals[f] = notNull(pointer{tokens: p.tokens[1:]}.resolve(v))
+			}
+		}
+	}
+}
+
+// notNull is the value a pointer found, or nil when it found nothing or
+// null.
+func notNull(v []byte, found bool) []byte {
+	if !found || isNull(v) {
 		return nil
 	}
-	v, _ := m.fields[f].resolve(item)
 	return v
 }
 
-// text is field f as trimmed text: strings as they are, numbers as their
-// JSON literal, booleans as true or false; "" when absent. ok is false
-// for objects and arrays.
-func (m *mapping) text(item any, f field) (string, bool) {
-	switch v := m.value(item, f).(type) {
-	case nil:
-		return "", true
-	case string:
-		return strings.TrimSpace(v), true
-	case json.Number:
-		return string(v), true
-	case bool:
-		if v {
-			return "true", true
-		}
-		return "false", true
+// text is the JSON value v (nil when absent) as trimmed text: strings as
+// they are, numbers as their JSON literal, booleans as true or false; empty
+// when absent. ok is false for objects and arrays. The bytes may alias the
+// answer.
+func text(v []byte) (t []byte, ok bool) {
+	if v == nil {
+		return nil, true
 	}
-	return "", false
+	switch v[0] {
+	case '"':
+		return stringBytes(v), true
+	case '{', '[':
+		return nil, false
+	}
+	return v, true // a number, true or false: its literal
 }
 
-// date normalises the date field; a blank string counts as absent.
-func (m *mapping) date(item any, inf *aggregator.Infraction) error {
+// date normalises the date field's value v: a string in one of the forms
+// of formatDate, or a number of epoch seconds (or milliseconds). A blank
+// string counts as absent.
+func (m *mapping) date(v []byte, inf *aggregator.Infraction) error {
 	var ok bool
-	switch v := m.value(item, fieldDate).(type) {
-	case nil:
+	switch {
+	case v == nil:
 		return nil
-	case string:
-		if strings.TrimSpace(v) == "" {
+	case v[0] == '"':
+		text := stringBytes(v)
+		if len(text) == 0 {
 			return nil
 		}
-		inf.Date, ok = formatDate(v, m.loc)
-	case json.Number:
+		inf.Date, ok = formatDate(string(text), m.loc)
+	case v[0] == '-' || (v[0] >= '0' && v[0] <= '9'):
 		inf.Date, ok = formatEpoch(string(v), m.loc)
 	}
 	if !ok {
@@ -211,18 +253,20 @@ func (m *mapping) date(item any, inf *aggregator.Infraction) error {
 	return nil
 }
 
-// amount normalises the amount field; a blank string counts as absent.
-func (m *mapping) amount(item any, inf *aggregator.Infraction) error {
+// amount normalises the amount field's value v, a number or a string; a
+// blank string counts as absent.
+func (m *mapping) amount(v []byte, inf *aggregator.Infraction) error {
 	var ok bool
-	switch v := m.value(item, fieldAmount).(type) {
-	case nil:
+	switch {
+	case v == nil:
 		return nil
-	case string:
-		if strings.TrimSpace(v) == "" {
+	case v[0] == '"':
+		text := stringBytes(v)
+		if len(text) == 0 {
 			return nil
 		}
-		inf.Amount, ok = formatAmount(v)
-	case json.Number:
+		inf.Amount, ok = formatAmount(string(text))
+	case v[0] == '-' || (v[0] >= '0' && v[0] <= '9'):
 		inf.Amount, ok = formatAmount(string(v))
 	}
 	if !ok {
@@ -231,23 +275,27 @@ func (m *mapping) amount(item any, inf *aggregator.Infraction) error {
 	return nil
 }
 
-// status maps the status field through the status map. Without the field
-// the status is unknown and StatusRaw stays empty.
-func (m *mapping) status(item any, inf *aggregator.Infraction) error {
-	raw, ok := m.text(item, fieldStatus)
+// status maps the status field's value v through the status map. Without
+// the field the status is unknown and StatusRaw stays empty.
+func (m *mapping) status(v []byte, inf *aggregator.Infraction) error {
+	raw, ok := text(v)
 	if !ok {
 		return m.fieldError(fieldStatus, "not text")
 	}
-	inf.StatusRaw = raw
-	if raw == "" {
+	if len(raw) == 0 {
 		return nil
 	}
 	for _, e := range m.statuses {
-		if strings.EqualFold(e.key, raw) {
+		if bytes.Equal(e.bytes, raw) {
+			inf.Status, inf.StatusRaw = e.status, e.key
+			return nil
+		}
+		if bytes.EqualFold(e.bytes, raw) {
 			inf.Status = e.status
 			break
 		}
 	}
+	inf.StatusRaw = string(raw)
 	return nil
 }
 

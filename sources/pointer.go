@@ -53,35 +53,6 @@ func compilePointer(text string) (pointer, error) {
 // String returns the pointer as configured.
 func (p pointer) String() string { return p.text }
 
-// resolve walks v, a value decoded by encoding/json, along p. It reports
-// found = false when a member or element does not exist. A JSON null met
-// on the way ends the walk with (nil, true): a portal that answers
-// {"result": null} has nothing there, which is not the same as a shape
-// the configuration does not describe.
-func (p pointer) resolve(v any) (value any, found bool) {
-	for _, tok := range p.tokens {
-		switch node := v.(type) {
-		case nil:
-			return nil, true
-		case map[string]any:
-			next, ok := node[tok]
-			if !ok {
-				return nil, false
-			}
-			v = next
-		case []any:
-			i, ok := arrayIndex(tok)
-			if !ok || i >= len(node) {
-				return nil, false
-			}
-			v = node[i]
-		default:
-			return nil, false
-		}
-	}
-	return v, true
-}
-
 // arrayIndex parses an RFC 6901 array index: "0" or a decimal number
 // without leading zeros. "-" (past the end) never exists when reading.
 func arrayIndex(tok string) (int, bool) {

@@ -20,6 +20,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/multas/aggregator"
@@ -28,6 +29,9 @@ import (
 // DefaultMaxResponseBytes is the answer size limit used when
 // Spec.MaxResponseBytes is zero (SPEC 6 `max_response_bytes`).
 const DefaultMaxResponseBytes = 2 << 20
+
+// maxPooledBuffer is the largest body buffer kept for reuse.
+const maxPooledBuffer = 256 << 10
 
 // drainLimit bounds how much of an unused body is read so that its
 // connection can be reused; longer bodies are closed unread.
@@ -82,6 +86,7 @@ type Source struct {
 	host     string
 	maxBytes int64
 	mapping  mapping
+	buffers  sync.Pool // of *[]byte, for lookup answers
 }
 
 // operation is a compiled OperationSpec.
@@ -137,8 +142,8 @@ func New(spec Spec, client *http.Client, now func() time.Time) (*Source, error) 
 	if len(spec.Operations) == 0 {
 		fail("operations: none configured")
 	}
-	for op, opSpec := range spec.Operations {
-		o, err := compileOperation(spec.BaseURL, op, opSpec)
+	for _, op := range slices.Sorted(maps.Keys(spec.Operations)) {
+		o, err := compileOperation(spec.BaseURL, op, spec.Operations[op])
 		if err != nil {
 			fail("operations.%s: %w", op, err)
 			continue
@@ -213,7 +218,8 @@ func compileOperation(base string, op aggregator.Operation, spec OperationSpec) 
 func compileHeaders(in map[string]string) (http.Header, string, error) {
 	h := make(http.Header, len(in)+1)
 	var host string
-	for name, value := range in {
+	for _, name := range slices.Sorted(maps.Keys(in)) {
+		value := in[name]
 		if !isToken(name) {
 			return h, "", fmt.Errorf("%q is not a header name", name)
 		}
@@ -248,7 +254,8 @@ func compileMapping(spec Spec) (mapping, error) {
 	if _, ok := spec.Fields["id"]; !ok {
 		errs = append(errs, errors.New("response.fields.id: required"))
 	}
-	for name, text := range spec.Fields {
+	for _, name := range slices.Sorted(maps.Keys(spec.Fields)) {
+		text := spec.Fields[name]
 		f, ok := fieldByName(name)
 		if !ok {
 			errs = append(errs, fmt.Errorf("response.fields.%s: unknown field (known: id, date, description, place, amount, currency, status)", name))
@@ -278,7 +285,7 @@ func compileMapping(spec Spec) (mapping, error) {
 			}
 			continue
 		}
-		m.statuses = append(m.statuses, statusEntry{key: k, status: st})
+		m.statuses = append(m.statuses, statusEntry{key: k, bytes: []byte(k), status: st})
 	}
 	return m, errors.Join(errs...)
 }
@@ -310,7 +317,8 @@ func (s *Source) Supports(op aggregator.Operation, kind aggregator.IDKind) bool 
 }
 
 // Lookup asks the portal for the infractions of q (by_domain or by_id, as
-// q.Operation says). A 404 is a successful answer with no infractions.
+// q.Operation says). A 404 (or a 204) is a successful answer with no
+// infractions.
 // Failures are *Error; ErrUnsupported when the source cannot answer q.
 func (s *Source) Lookup(ctx context.Context, q aggregator.Query) (Answer, error) {
 	op := q.Operation()
@@ -391,29 +399,84 @@ func (s *Source) do(ctx context.Context, o *operation, v *values, h http.Header)
 	}
 	resp, err := s.client.Do(req)
 	if err != nil {
-		return nil, transportError(ctx, 0, err)
+		return nil, transportError(ctx, err)
 	}
 	return resp, nil
 }
 
-// read decodes and maps a 2xx lookup answer, at most maxBytes of it.
+// read reads and maps a 2xx lookup answer, at most maxBytes of it.
 func (s *Source) read(ctx context.Context, resp *http.Response, pause time.Duration) ([]aggregator.Infraction, error) {
 	if resp.ContentLength > s.maxBytes {
 		return nil, unreadable(resp.StatusCode, pause, fmt.Errorf("answer larger than %d bytes", s.maxBytes))
 	}
-	body := limitedReader{r: resp.Body, left: s.maxBytes + 1}
-	infractions, err := s.mapping.decode(&body)
+	buf := s.buffer()
+	defer s.release(buf)
+	if n := resp.ContentLength; n > 0 && int64(cap(*buf)) <= n {
+		*buf = make([]byte, 0, n+1) // room to see the EOF without growing
+	}
+	var (
+		over bool
+		err  error
+	)
+	*buf, over, err = readLimited(resp.Body, (*buf)[:0], s.maxBytes)
 	switch {
-	case body.over:
-		return nil, unreadable(resp.StatusCode, pause, fmt.Errorf("answer larger than %d bytes", s.maxBytes))
-	case body.err != nil:
-		e := transportError(ctx, resp.StatusCode, body.err)
+	case err != nil:
+		// The answer was cut short: a connection failure (Status 0), not
+		// an answer of the portal.
+		e := transportError(ctx, err)
 		e.Pause = pause
 		return nil, e
-	case err != nil:
+	case over:
+		return nil, unreadable(resp.StatusCode, pause, fmt.Errorf("answer larger than %d bytes", s.maxBytes))
+	}
+	infractions, err := s.mapping.apply(*buf)
+	if err != nil {
 		return nil, unreadable(resp.StatusCode, pause, err)
 	}
 	return infractions, nil
+}
+
+// buffer takes a body buffer from the source's pool.
+func (s *Source) buffer() *[]byte {
+	if b, ok := s.buffers.Get().(*[]byte); ok {
+		return b
+	}
+	b := make([]byte, 0, 4<<10)
+	return &b
+}
+
+// release returns a body buffer to the pool, unless it grew too large to
+// be worth keeping.
+func (s *Source) release(b *[]byte) {
+	if cap(*b) <= maxPooledBuffer {
+		s.buffers.Put(b)
+	}
+}
+
+// readLimited appends r's content to buf until EOF, or until more than
+// limit bytes came (over is then true, and the rest is left unread). err is
+// a read error other than EOF.
+func readLimited(r io.Reader, buf []byte, limit int64) (_ []byte, over bool, err error) {
+	for {
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+		room := buf[len(buf):cap(buf)]
+		if left := limit + 1 - int64(len(buf)); int64(len(room)) > left {
+			room = room[:left]
+		}
+		n, err := r.Read(room)
+		buf = buf[:len(buf)+n]
+		if int64(len(buf)) > limit {
+			return buf, true, nil
+		}
+		if err == io.EOF {
+			return buf, false, nil
+		}
+		if err != nil {
+			return buf, false, err
+		}
+	}
 }
 
 // pause is how long the answer asks us to wait: Retry-After on a 429 or a
@@ -433,42 +496,6 @@ func (s *Source) pause(resp *http.Response) time.Duration {
 		return reset
 	}
 	return 0
-}
-
-// limitedReader reads at most left bytes of r, recording whether the body
-// went past its limit and any read error other than io.EOF, so that an
-// oversized body, a broken connection and an invalid document can be told
-// apart after decoding.
-type limitedReader struct {
-	r    io.Reader
-	left int64
-	over bool
-	err  error
-}
-
-// errTooLarge stops the decoder at the size limit; it is reported
-// through limitedReader.over, never returned.
-var errTooLarge = errors.New("answer too large")
-
-func (l *limitedReader) Read(p []byte) (int, error) {
-	if l.left <= 0 {
-		l.over = true
-		return 0, errTooLarge
-	}
-	if int64(len(p)) > l.left {
-		p = p[:l.left]
-	}
-	n, err := l.r.Read(p)
-	l.left -= int64(n)
-	if err != nil && err != io.EOF {
-		l.err = err
-	}
-	if l.left <= 0 {
-		// One byte more than the limit has been read.
-		l.over = true
-		return n, errTooLarge
-	}
-	return n, err
 }
 
 // drain reads what remains of a small body so the connection is reused.
