@@ -1,6 +1,7 @@
 package breaker
 
 import (
+	"slices"
 	"sync"
 	"time"
 )
@@ -41,14 +42,21 @@ func (r *Ring) Append(e Event) {
 	}
 }
 
-// ordered returns every kept event, oldest first. r.mu must be held.
+// ordered returns every kept event, oldest first by time: an event may be
+// appended after later ones (an open breaker's turn to half-open is dated
+// when its open time ended, but appended when a reader notices it). r.mu
+// must be held.
 func (r *Ring) ordered() []Event {
+	var out []Event
 	if !r.full {
-		return append([]Event(nil), r.events[:r.next]...)
+		out = append([]Event(nil), r.events[:r.next]...)
+	} else {
+		out = make([]Event, 0, len(r.events))
+		out = append(out, r.events[r.next:]...)
+		out = append(out, r.events[:r.next]...)
 	}
-	out := make([]Event, 0, len(r.events))
-	out = append(out, r.events[r.next:]...)
-	return append(out, r.events[:r.next]...)
+	slices.SortStableFunc(out, func(a, b Event) int { return a.Time.Compare(b.Time) })
+	return out
 }
 
 // Since implements EventLog.

@@ -109,6 +109,20 @@ func shouldTrip(s Settings, calls, failures, consecutive int) bool {
 	return calls >= min && float64(failures) >= s.FailureRatio*float64(calls)
 }
 
+// tripEvidence explains a trip by the rule that fired: consecutive
+// failures, or the failure ratio over the window.
+func tripEvidence(s Settings, calls, failures, consecutive int) (Evidence, string) {
+	if s.ConsecutiveFailures > 0 && consecutive >= s.ConsecutiveFailures {
+		return Evidence{ConsecutiveFailures: consecutive}, fmt.Sprintf("%d consecutive failures", consecutive)
+	}
+	ev := Evidence{Calls: calls, Failures: failures, WindowSeconds: s.Window.Seconds()}
+	if calls > 0 {
+		ev.Ratio = float64(failures) / float64(calls)
+	}
+	return ev, fmt.Sprintf("%d of %d calls failed in the %s window (ratio %.2f, threshold %.2f)",
+		failures, calls, s.Window, ev.Ratio, s.FailureRatio)
+}
+
 // sync applies changed settings (from the admin API) before a decision.
 func (e *memEntry) sync(s Settings) {
 	if !e.settings.Equal(s) {
@@ -219,16 +233,7 @@ func (m *MemoryStore) Done(_ context.Context, id ID, p Permit, v Verdict, r Repo
 		}
 		if c := e.trip; c != nil {
 			calls, failures := int(c.TotalSuccesses+c.TotalFailures), int(c.TotalFailures)
-			ev := Evidence{Calls: calls, Failures: failures, WindowSeconds: e.settings.Window.Seconds(),
-				ConsecutiveFailures: int(c.ConsecutiveFailures)}
-			if calls > 0 {
-				ev.Ratio = float64(failures) / float64(calls)
-			}
-			reason := fmt.Sprintf("%d of %d calls failed in the %s window (ratio %.2f, threshold %.2f)",
-				failures, calls, e.settings.Window, ev.Ratio, e.settings.FailureRatio)
-			if s.ConsecutiveFailures > 0 && int(c.ConsecutiveFailures) >= s.ConsecutiveFailures {
-				reason = fmt.Sprintf("%d consecutive failures", c.ConsecutiveFailures)
-			}
+			ev, reason := tripEvidence(e.settings, calls, failures, int(c.ConsecutiveFailures))
 			return []Event{e.open(id, now, reason, ev, r.RetryAfter)}, nil
 		}
 	}

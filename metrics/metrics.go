@@ -6,6 +6,7 @@ package metrics
 import (
 	"context"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -24,6 +25,9 @@ type Metrics struct {
 	queries     *prometheus.CounterVec
 	querySecs   *prometheus.HistogramVec
 	transitions *prometheus.CounterVec
+	breakers    *breakerCollector
+	httpReqs    *prometheus.CounterVec
+	httpSecs    *prometheus.HistogramVec
 	// Deliveries counts webhook deliveries by outcome.
 	Deliveries *prometheus.CounterVec
 	// DLQ is the number of entries in the dead letter queue.
@@ -37,7 +41,17 @@ type Metrics struct {
 func New(breakers *breaker.Set) *Metrics {
 	reg := prometheus.NewRegistry()
 	m := &Metrics{
-		reg: reg,
+		reg:      reg,
+		breakers: &breakerCollector{set: breakers},
+		httpReqs: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "aggregator_http_requests_total",
+			Help: "HTTP requests served, by route pattern, method and status code.",
+		}, []string{"route", "method", "code"}),
+		httpSecs: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "aggregator_http_request_duration_seconds",
+			Help:    "Duration of the HTTP requests served, by route pattern.",
+			Buckets: []float64{.001, .005, .01, .025, .05, .1, .25, .5, 1, 2, 3, 5, 10},
+		}, []string{"route"}),
 		calls: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "aggregator_source_calls_total",
 			Help: "Source calls by source, operation and outcome (skipped calls included).",
@@ -75,16 +89,30 @@ func New(breakers *breaker.Set) *Metrics {
 	}
 	reg.MustRegister(m.calls, m.callSeconds, m.queries, m.querySecs, m.transitions, m.Deliveries, m.DLQ, m.StoreDegraded,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		&breakerCollector{set: breakers})
+		m.httpReqs, m.httpSecs, m.breakers)
 	return m
 }
 
 // Registry is where every metric of the service is registered.
 func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
 
-// Handler serves the registry in the Prometheus exposition format.
+// Handler serves the registry in the Prometheus exposition format. It
+// reads every breaker before gathering, so that a transition which that
+// read brings about (open to half-open once open_for has passed) is
+// counted in the same scrape that shows the new state.
 func (m *Metrics) Handler() http.Handler {
-	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg})
+	h := promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg})
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		m.breakers.refresh(r.Context())
+		h.ServeHTTP(w, r)
+	})
+}
+
+// HTTPRequest records one request served. route is the route pattern
+// (never the URL: paths and queries carry plates and ids).
+func (m *Metrics) HTTPRequest(route, method string, code int, d time.Duration) {
+	m.httpReqs.WithLabelValues(route, method, strconv.Itoa(code)).Inc()
+	m.httpSecs.WithLabelValues(route).Observe(d.Seconds())
 }
 
 // SourceCall implements fanout.Observer.
@@ -120,6 +148,18 @@ var (
 	openDesc = prometheus.NewDesc("aggregator_breaker_open_seconds_total",
 		"Cumulative time the breaker has spent open, current at every scrape.", []string{"breaker", "operation"}, nil)
 )
+
+// refresh reads every breaker, publishing the transitions that are due.
+func (c *breakerCollector) refresh(ctx context.Context) {
+	if c.set == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	for _, id := range c.set.IDs() {
+		_, _ = c.set.Status(ctx, id)
+	}
+}
 
 func (c *breakerCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- stateDesc

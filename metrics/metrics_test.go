@@ -330,6 +330,10 @@ func TestScrapeNamesLabelsAndOutcomes(t *testing.T) {
 			if !strings.HasPrefix(name, "aggregator_") {
 				continue
 			}
+			if strings.HasPrefix(name, "aggregator_http_") {
+				checkHTTPLabels(t, name, f)
+				continue
+			}
 			for _, m := range f.GetMetric() {
 				for _, l := range m.GetLabel() {
 					vals, ok := allowed[l.GetName()]
@@ -542,4 +546,27 @@ func TestOpenSecondsFollowTheClock(t *testing.T) {
 		s.want(t, "aggregator_breaker_open_seconds_total", breakerLabels("caba", aggregator.ByDomain), 0)
 		s.want(t, "aggregator_breaker_open_seconds_total", breakerLabels("rosario", aggregator.ByID), 0)
 	})
+}
+
+// checkHTTPLabels: HTTP metrics are labelled by route pattern (never the
+// URL, which carries plates and ids), method and status code.
+func checkHTTPLabels(t *testing.T, name string, f *dto.MetricFamily) {
+	t.Helper()
+	for _, m := range f.GetMetric() {
+		for _, l := range m.GetLabel() {
+			v := l.GetValue()
+			ok := false
+			switch l.GetName() {
+			case "route":
+				ok = v == "unmatched" || (strings.HasPrefix(v, "/") && !strings.ContainsAny(v, "?="))
+			case "method":
+				ok = slices.Contains([]string{"GET", "POST", "PUT", "DELETE", "HEAD", "OPTIONS", "PATCH"}, v)
+			case "code":
+				ok = len(v) == 3 && v[0] >= '1' && v[0] <= '5'
+			}
+			if !ok {
+				t.Errorf("%s: label %s=%q is not bounded", name, l.GetName(), v)
+			}
+		}
+	}
 }

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -124,10 +125,29 @@ func (p *Problem) Error() string {
 	return p.Title
 }
 
-// Is reports whether target is the problem's slug.
+// Is reports whether target is the problem's slug. A problem decoded from
+// JSON, whose Slug is not set, is matched by the slug its Type ends with.
 func (p *Problem) Is(target error) bool {
 	s, ok := target.(Slug)
-	return ok && s == p.Slug
+	return ok && s != "" && s == p.slug()
+}
+
+func (p *Problem) slug() Slug {
+	if p == nil {
+		return ""
+	}
+	if p.Slug != "" {
+		return p.Slug
+	}
+	return SlugOf(p.Type)
+}
+
+// SlugOf returns the slug a problem type URI ends with: the text after its
+// last '/', whatever the base URI ("https://x.example/problems/circuit-open"
+// is CircuitOpen). It is how a client, which does not know the server's
+// problems.base_uri, reads the Slug of a decoded Problem.
+func SlugOf(typeURI string) Slug {
+	return Slug(typeURI[strings.LastIndexByte(typeURI, '/')+1:])
 }
 
 // SetRetryAfter sets RetryAfter to d rounded up to whole seconds, at least 1.

@@ -24,7 +24,9 @@ func (s *Server) adminAuth(c *gin.Context) {
 		s.failSlug(c, problem.Forbidden, "The admin API is disabled: no admin token is configured.")
 		return
 	}
-	got, ok := strings.CutPrefix(c.GetHeader("Authorization"), "Bearer ")
+	// The scheme is case-insensitive (RFC 9110 §11.1).
+	scheme, got, ok := strings.Cut(strings.TrimSpace(c.GetHeader("Authorization")), " ")
+	ok = ok && strings.EqualFold(scheme, "Bearer")
 	want := sha256.Sum256([]byte(s.opts.AdminToken))
 	have := sha256.Sum256([]byte(strings.TrimSpace(got)))
 	if !ok || subtle.ConstantTimeCompare(want[:], have[:]) != 1 {

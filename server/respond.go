@@ -75,7 +75,11 @@ func (s *Server) accessLog(c *gin.Context) {
 	if route == "" {
 		route = "unmatched"
 	}
+	elapsed := time.Since(start)
 	s.opts.Logger.LogAttrs(c.Request.Context(), slog.LevelDebug, "request",
 		slog.String("method", c.Request.Method), slog.String("route", route),
-		slog.Int("status", c.Writer.Status()), slog.Duration("duration", time.Since(start)))
+		slog.Int("status", c.Writer.Status()), slog.Duration("duration", elapsed))
+	if s.opts.Metrics != nil {
+		s.opts.Metrics.HTTPRequest(route, c.Request.Method, c.Writer.Status(), elapsed)
+	}
 }
