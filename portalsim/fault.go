@@ -104,10 +104,10 @@ func (f Fault) MarshalJSON() ([]byte, error) {
 }
 
 // UnmarshalJSON reads the form MarshalJSON writes. Unknown members and
-// unparseable durations are errors; omitted members are zero. It does not
-// check the values: see Validate.
+// unparseable durations are errors; omitted members are zero, an omitted
+// mode is Healthy. It does not check the values: see Validate.
 func (f *Fault) UnmarshalJSON(b []byte) error {
-	var w faultJSON
+	w := faultJSON{Mode: Healthy}
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&w); err != nil {

@@ -88,6 +88,7 @@ func New(j Jurisdiction) *Portal {
 		p.byNumber[r.ID] = r
 	}
 	f := j.Fault
+	f.Mode = f.mode()
 	p.fault.Store(&f)
 	p.routes()
 	return p
@@ -132,7 +133,7 @@ func (p *Portal) Jurisdiction() Jurisdiction {
 // ServeHTTP answers r as the portal would, with the current fault.
 func (p *Portal) ServeHTTP(w http.ResponseWriter, r *http.Request) { p.mux.ServeHTTP(w, r) }
 
-// Fault is the current behaviour.
+// Fault is the current behaviour, its Mode never empty.
 func (p *Portal) Fault() Fault { return *p.fault.Load() }
 
 // SetFault changes the behaviour from the next call on (calls already
@@ -142,6 +143,7 @@ func (p *Portal) SetFault(f Fault) error {
 	if err := f.Validate(); err != nil {
 		return err
 	}
+	f.Mode = f.mode()
 	p.fault.Store(&f)
 	return nil
 }
