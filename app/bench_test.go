@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -21,11 +22,19 @@ const benchBody = `{"items":[
 
 // benchApp starts n portals answering three items each and an App over them.
 func benchApp(b *testing.B, n int) *app.App {
+	return benchAppDelayed(b, n, 0)
+}
+
+// benchAppDelayed is benchApp with portals that answer after delay.
+func benchAppDelayed(b *testing.B, n int, delay time.Duration) *app.App {
 	b.Helper()
 	var yaml strings.Builder
 	yaml.WriteString("problems: {base_uri: \"https://problems.test/\"}\ndefaults: {retry: {max_retries: 0}}\nsources:\n")
 	for i := range n {
 		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			if delay > 0 {
+				time.Sleep(delay)
+			}
 			w.Header().Set("Content-Type", "application/json")
 			_, _ = w.Write([]byte(benchBody))
 		}))
@@ -87,5 +96,33 @@ func BenchmarkHTTPQuery(b *testing.B) {
 		if resp.StatusCode != http.StatusOK {
 			b.Fatalf("status %d", resp.StatusCode)
 		}
+	}
+}
+
+// BenchmarkOverhead measures what the aggregator adds over the slowest
+// source: portals answer after 5 ms, queries go one at a time over HTTP,
+// and the p50/p99 of (latency - 5 ms) are reported.
+func BenchmarkOverhead(b *testing.B) {
+	const delay = 5 * time.Millisecond
+	for _, n := range []int{5, 20, 100} {
+		b.Run(fmt.Sprintf("sources=%d", n), func(b *testing.B) {
+			a := benchAppDelayed(b, n, delay)
+			srv := httptest.NewServer(a.Server)
+			defer srv.Close()
+			client := srv.Client()
+			var over []time.Duration
+			for i := 0; b.Loop(); i++ {
+				start := time.Now()
+				resp, err := client.Get(fmt.Sprintf("%s/v1/infractions?domain=AB%03dCD", srv.URL, i%1000))
+				if err != nil {
+					b.Fatal(err)
+				}
+				resp.Body.Close()
+				over = append(over, time.Since(start)-delay)
+			}
+			slices.Sort(over)
+			b.ReportMetric(float64(over[len(over)/2].Microseconds()), "p50-overhead-us")
+			b.ReportMetric(float64(over[len(over)*99/100].Microseconds()), "p99-overhead-us")
+		})
 	}
 }
