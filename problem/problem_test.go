@@ -1,0 +1,123 @@
+package problem_test
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/multas/aggregator/problem"
+)
+
+func TestCatalogNew(t *testing.T) {
+	t.Parallel()
+	c := problem.Catalog{Base: "https://errors.example/problems/"}
+	tests := []struct {
+		slug   problem.Slug
+		status int
+	}{
+		{problem.CircuitOpen, 503},
+		{problem.RateLimited, 503},
+		{problem.SourceTimeout, 504},
+		{problem.SourceUnavailable, 502},
+		{problem.SourceRejected, 502},
+		{problem.SourceError, 502},
+		{problem.DeadlineExceeded, 504},
+		{problem.NoSourceAvailable, 503},
+		{problem.InvalidQuery, 400},
+		{problem.Unauthorized, 401},
+		{problem.Forbidden, 403},
+		{problem.NotFound, 404},
+		{problem.MethodNotAllowed, 405},
+		{problem.TooManyRequests, 429},
+		{problem.Internal, 500},
+	}
+	for _, tt := range tests {
+		p := c.New(tt.slug, "detail")
+		if want := c.Base + string(tt.slug); p.Type != want {
+			t.Errorf("%s: type %q, want %q", tt.slug, p.Type, want)
+		}
+		if p.Status != tt.status || p.Title == "" {
+			t.Errorf("%s: status %d title %q, want %d and a title", tt.slug, p.Status, p.Title, tt.status)
+		}
+		if !errors.Is(p, tt.slug) {
+			t.Errorf("%s: errors.Is(problem, slug) is false", tt.slug)
+		}
+		if errors.Is(p, problem.Internal) && tt.slug != problem.Internal {
+			t.Errorf("%s: matches another slug", tt.slug)
+		}
+		if wrapped := fmt.Errorf("call: %w", p); !errors.Is(wrapped, tt.slug) {
+			t.Errorf("%s: not found through wrapping", tt.slug)
+		}
+	}
+	if len(problem.Catalogue) != len(tests) {
+		t.Errorf("catalogue has %d kinds, this test knows %d", len(problem.Catalogue), len(tests))
+	}
+}
+
+func TestDecodedProblemMatchesBySlugOfType(t *testing.T) {
+	t.Parallel()
+	var p problem.Problem
+	if err := json.Unmarshal([]byte(`{"type":"https://x.test/problems/circuit-open","title":"t","status":503}`), &p); err != nil {
+		t.Fatal(err)
+	}
+	if !errors.Is(&p, problem.CircuitOpen) || errors.Is(&p, problem.RateLimited) {
+		t.Errorf("decoded problem: errors.Is by its type's slug does not hold")
+	}
+}
+
+func TestSeconds(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		d    time.Duration
+		want int
+	}{
+		{0, 1}, {-time.Second, 1}, {time.Millisecond, 1}, {time.Second, 1},
+		{1001 * time.Millisecond, 2}, {17 * time.Second, 17}, {90 * time.Second, 90},
+	}
+	for _, tt := range tests {
+		if got := problem.Seconds(tt.d); got != tt.want {
+			t.Errorf("Seconds(%s) = %d, want %d", tt.d, got, tt.want)
+		}
+	}
+}
+
+func TestWrite(t *testing.T) {
+	t.Parallel()
+	c := problem.Catalog{Base: "/problems/"}
+	p := c.New(problem.CircuitOpen, "open")
+	p.SetRetryAfter(1500 * time.Millisecond)
+	rec := httptest.NewRecorder()
+	problem.Write(rec, p, nil)
+	if rec.Code != http.StatusServiceUnavailable {
+		t.Errorf("status %d, want 503", rec.Code)
+	}
+	if ct := rec.Header().Get("Content-Type"); ct != problem.ContentType {
+		t.Errorf("content type %q", ct)
+	}
+	if ra := rec.Header().Get("Retry-After"); ra != "2" {
+		t.Errorf("Retry-After %q, want 2", ra)
+	}
+	var got map[string]any
+	if err := json.Unmarshal(rec.Body.Bytes(), &got); err != nil {
+		t.Fatal(err)
+	}
+	if got["type"] != "/problems/circuit-open" || got["retry_after"] != float64(2) || got["status"] != float64(503) {
+		t.Errorf("body %v", got)
+	}
+	if _, ok := got["invalid_params"]; ok {
+		t.Errorf("invalid_params present on a non-validation problem")
+	}
+}
+
+func TestInvalid(t *testing.T) {
+	t.Parallel()
+	c := problem.Catalog{Base: "/problems/"}
+	p := c.Invalid(problem.InvalidParam{Name: "domain", Reason: "bad"}, problem.InvalidParam{Name: "id", Reason: "bad"})
+	if p.Status != 400 || len(p.InvalidParams) != 2 || !errors.Is(p, problem.InvalidQuery) {
+		t.Errorf("Invalid = %+v", p)
+	}
+}
