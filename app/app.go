@@ -5,13 +5,16 @@
 package app
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/multas/aggregator"
+	"github.com/multas/aggregator/async"
 	"github.com/multas/aggregator/breaker"
 	"github.com/multas/aggregator/config"
 	"github.com/multas/aggregator/fanout"
@@ -20,6 +23,8 @@ import (
 	"github.com/multas/aggregator/ratelimit"
 	"github.com/multas/aggregator/server"
 	"github.com/multas/aggregator/sources"
+	redisstore "github.com/multas/aggregator/store/redis"
+	"github.com/redis/go-redis/v9"
 )
 
 // Options are the outside world the App runs in; zero values are defaults.
@@ -33,6 +38,18 @@ type Options struct {
 	LimitStore ratelimit.Store
 	// Transport carries the calls to portals; a pooled one when nil.
 	Transport http.RoundTripper
+	// Events keeps breaker transitions; Redis with store.redis_url, else a
+	// ring in this process, when nil.
+	Events breaker.EventLog
+
+	// Asynchronous queries (app/async.go).
+	// AsyncStore keeps their work; Redis when store.redis_url is set, else
+	// in-process, when nil.
+	AsyncStore async.Store
+	// AsyncClock schedules their work; the wall clock when nil.
+	AsyncClock async.Clock
+	// Resolver checks webhook callback hosts; the system's when nil.
+	Resolver async.Resolver
 }
 
 // App is one aggregator replica.
@@ -43,6 +60,16 @@ type App struct {
 	Engine   *fanout.Engine
 	Metrics  *metrics.Metrics
 	Server   *server.Server
+	// Async runs the asynchronous queries; Close stops it.
+	Async *async.Manager
+
+	live struct {
+		breakers atomic.Pointer[breaker.Set]
+		metrics  atomic.Pointer[metrics.Metrics]
+	}
+	closers     []func() error
+	redisClient redis.UniversalClient
+	stores      *redisstore.Stores
 }
 
 // New builds a replica from cfg.
@@ -53,6 +80,16 @@ func New(cfg *config.Config, opts Options) (*App, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
+	a := &App{Config: cfg}
+	built := false
+	defer func() {
+		if !built {
+			_ = a.Close() // stop what was started before the error
+		}
+	}()
+	if err := a.shared(cfg, &opts); err != nil {
+		return nil, err
+	}
 	if opts.BreakerStore == nil {
 		opts.BreakerStore = breaker.NewMemoryStore()
 	}
@@ -62,14 +99,17 @@ func New(cfg *config.Config, opts Options) (*App, error) {
 	if opts.Transport == nil {
 		opts.Transport = NewTransport()
 	}
-	a := &App{Config: cfg}
 	var m *metrics.Metrics
 	a.Breakers = breaker.NewSet(opts.BreakerStore, breaker.Options{
 		Now:    opts.Now,
 		Logger: opts.Logger,
+		Events: opts.Events,
 		OnTransition: func(e breaker.Event) {
 			if m != nil {
 				m.Transition(e)
+			}
+			if a.Async != nil {
+				a.Async.OnTransition(e) // retained calls go when breakers recover
 			}
 		},
 		OnStoreError: func(err error) { opts.Logger.Warn("breaker store error", "err", err.Error()) },
@@ -117,11 +157,25 @@ func New(cfg *config.Config, opts Options) (*App, error) {
 		}
 		keys = ratelimit.NewKeys(ks, opts.Now)
 	}
+	if err := a.newAsync(cfg, opts); err != nil {
+		return nil, err
+	}
+	a.publish()
+	var ready map[string]func(context.Context) error
+	var share func(context.Context, breaker.ID, breaker.Settings) error
+	if a.stores != nil {
+		ready = map[string]func(context.Context) error{"redis": a.ready}
+		share = a.stores.Breakers.ShareSettings
+		a.adoptShared(context.Background())
+	}
 	a.Server = server.New(server.Options{
 		Engine: a.Engine, Breakers: a.Breakers, Limiter: a.Limiter, Metrics: m, Problems: catalog,
 		Logger: opts.Logger, Deadline: time.Duration(cfg.Query.Deadline), MaxDeadline: time.Duration(cfg.Query.MaxDeadline),
-		AdminToken: cfg.Server.AdminToken, Keys: keys, Now: opts.Now,
+		AdminToken: cfg.Server.AdminToken, Keys: keys, Now: opts.Now, Async: a.Async,
+		Ready: ready, ShareSettings: share,
 	})
+	a.Async.Start()
+	built = true
 	return a, nil
 }
 

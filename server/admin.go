@@ -180,7 +180,12 @@ func (s *Server) updateBreaker(c *gin.Context) {
 	}
 	settings := BreakerSettings(next, current.ProbeLease)
 	for _, op := range aggregator.Operations {
-		s.opts.Breakers.SetSettings(m.BreakerID(op), settings)
+		id := m.BreakerID(op)
+		if s.opts.Breakers.SetSettings(id, settings) && s.opts.ShareSettings != nil {
+			if err := s.opts.ShareSettings(c.Request.Context(), id, settings); err != nil {
+				s.opts.Logger.Warn("sharing breaker settings", "breaker", id.String(), "err", err.Error())
+			}
+		}
 	}
 	writeJSON(c, http.StatusOK, next)
 }

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"html/template"
 	"net/http"
 	"time"
@@ -43,6 +44,15 @@ func (s *Server) healthz(c *gin.Context) {
 	writeJSON(c, http.StatusOK, map[string]string{"status": "ok"})
 }
 
+// degraded marks a check that failed without making the replica unready:
+// it serves on, with less (the shared store is away, local state is used).
+type degraded struct{ err error }
+
+func (d *degraded) Error() string { return d.err.Error() }
+
+// Degraded wraps err so that /readyz reports "degraded" with 200.
+func Degraded(err error) error { return &degraded{err: err} }
+
 // readyz runs every readiness check (the shared store, when used).
 func (s *Server) readyz(c *gin.Context) {
 	ctx, cancel := context.WithTimeout(c.Request.Context(), 2*time.Second)
@@ -54,9 +64,18 @@ func (s *Server) readyz(c *gin.Context) {
 	}
 	checks := map[string]result{}
 	for name, check := range s.opts.Ready {
-		if err := check(ctx); err != nil {
+		err := check(ctx)
+		var d *degraded
+		switch {
+		case errors.As(err, &d):
+			checks[name] = result{Status: "degraded", Detail: d.err.Error()}
+			if code == http.StatusOK {
+				status = "degraded"
+			}
+			continue
+		case err != nil:
 			checks[name] = result{Status: "failed", Detail: err.Error()}
-			status, code = "degraded", http.StatusServiceUnavailable
+			status, code = "unavailable", http.StatusServiceUnavailable
 			continue
 		}
 		checks[name] = result{Status: "ok"}

@@ -20,6 +20,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/multas/aggregator/app"
 	"github.com/multas/aggregator/config"
 	"github.com/multas/aggregator/portalsim"
@@ -62,6 +64,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return fmt.Errorf("-log-level: %w", err)
 	}
 	logger := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: level}))
+	// go-redis reports reconnection attempts through a process-wide logger;
+	// our stores already say once when Redis goes and comes back.
+	redis.SetLogger(redisLog{logger})
 
 	var cfg *config.Config
 	var demo *portalsim.Server
@@ -89,6 +94,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err != nil {
 		return err
 	}
+	defer a.Close()
 	ln, err := net.Listen("tcp", cfg.Server.Listen)
 	if err != nil {
 		return err
@@ -188,4 +194,11 @@ func printDemo(w io.Writer, sim *portalsim.Server, api string) {
 	fmt.Fprintln(w, "Try:")
 	fmt.Fprintf(w, "  curl -s '%s/v1/infractions?domain=%s&sources=caba,cordoba'   # complete\n", api, portalsim.DemoPlate)
 	fmt.Fprintf(w, "  curl -s '%s/v1/infractions?domain=%s'                        # partial: some portals are down, slow or throttling\n", api, portalsim.DemoPlate)
+}
+
+// redisLog sends go-redis's own messages to our logger at debug level.
+type redisLog struct{ l *slog.Logger }
+
+func (r redisLog) Printf(ctx context.Context, format string, v ...any) {
+	r.l.DebugContext(ctx, "redis client", "detail", fmt.Sprintf(format, v...))
 }

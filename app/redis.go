@@ -1,0 +1,101 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/multas/aggregator/breaker"
+	"github.com/multas/aggregator/config"
+	"github.com/multas/aggregator/server"
+	redisstore "github.com/multas/aggregator/store/redis"
+)
+
+// shared connects the replica to Redis when store.redis_url is set: breaker
+// state, rate-limit state and events are then shared by every replica,
+// with local state taking over while Redis is unreachable.
+func (a *App) shared(cfg *config.Config, opts *Options) error {
+	if cfg.Store.RedisURL == "" {
+		return nil
+	}
+	client, err := a.redis(cfg)
+	if err != nil {
+		return err
+	}
+	stores := redisstore.New(client, redisstore.Options{
+		Prefix: cfg.Store.KeyPrefix,
+		Logger: opts.Logger,
+		// The hooks run on the stores' goroutines, possibly before New
+		// has finished: they reach the replica through atomic pointers.
+		OnDegraded: func(degraded bool) {
+			if m := a.live.metrics.Load(); m != nil {
+				m.StoreDegraded.Set(map[bool]float64{true: 1}[degraded])
+			}
+		},
+		OnSettings: func(id breaker.ID, s breaker.Settings) {
+			if b := a.live.breakers.Load(); b != nil {
+				b.SetSettings(id, s)
+			}
+		},
+	})
+	a.closers = append([]func() error{stores.Close}, a.closers...)
+	a.stores = stores
+	if opts.BreakerStore == nil {
+		opts.BreakerStore = stores.Breakers
+	}
+	if opts.LimitStore == nil {
+		opts.LimitStore = stores.Limits
+	}
+	if opts.Events == nil {
+		opts.Events = stores.Events
+	}
+	return nil
+}
+
+// redis returns the replica's one Redis client, made on first use.
+func (a *App) redis(cfg *config.Config) (redis.UniversalClient, error) {
+	if a.redisClient != nil {
+		return a.redisClient, nil
+	}
+	ro, err := redisstore.ClientOptions(cfg.Store.RedisURL, redisstore.DefaultTimeout)
+	if err != nil {
+		return nil, fmt.Errorf("store.redis_url: %w", err)
+	}
+	a.redisClient = redis.NewClient(ro)
+	a.closers = append(a.closers, a.redisClient.Close)
+	return a.redisClient, nil
+}
+
+// publish makes the replica reachable from the stores' hooks.
+func (a *App) publish() {
+	a.live.breakers.Store(a.Breakers)
+	a.live.metrics.Store(a.Metrics)
+	if a.stores != nil {
+		a.Metrics.StoreDegraded.Set(map[bool]float64{true: 1}[a.stores.Degraded()])
+	}
+}
+
+// adoptShared applies breaker settings an operator shared through the
+// admin API before this replica started.
+func (a *App) adoptShared(ctx context.Context) {
+	if a.stores == nil {
+		return
+	}
+	for _, id := range a.Breakers.IDs() {
+		if s, ok, err := a.stores.Breakers.SharedSettings(ctx, id); err == nil && ok {
+			a.Breakers.SetSettings(id, s)
+		}
+	}
+}
+
+// ready is the /readyz check of the shared store. Running on local state
+// while Redis is away is a degradation, not unreadiness: queries go on.
+func (a *App) ready(ctx context.Context) error {
+	err := a.stores.Ping(ctx)
+	if errors.Is(err, redisstore.ErrDegraded) {
+		return server.Degraded(err)
+	}
+	return err
+}

@@ -1,0 +1,311 @@
+package redisstore_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"go.uber.org/goleak"
+
+	"github.com/multas/aggregator/breaker"
+	"github.com/multas/aggregator/breaker/breakertest"
+	"github.com/multas/aggregator/ratelimit"
+	redisstore "github.com/multas/aggregator/store/redis"
+)
+
+// server is a redis-server of the test's own, which it can stop.
+type server struct {
+	t    *testing.T
+	port int
+	cmd  *exec.Cmd
+}
+
+// startRedis starts redis-server on port, without persistence.
+func startRedis(t *testing.T, port int) *server {
+	t.Helper()
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("redis-server not installed: %v", err)
+		}
+		t.Skipf("redis-server not installed: %v", err)
+	}
+	cmd := exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1",
+		"--save", "", "--appendonly", "no", "--dir", t.TempDir())
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	s := &server{t: t, port: port, cmd: cmd}
+	t.Cleanup(s.stop)
+	c := redis.NewClient(&redis.Options{Addr: s.addr()})
+	defer c.Close()
+	deadline := time.Now().Add(5 * time.Second)
+	for c.Ping(context.Background()).Err() != nil {
+		if time.Now().After(deadline) {
+			t.Fatalf("redis-server on port %d never answered", port)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return s
+}
+
+func (s *server) addr() string { return fmt.Sprintf("127.0.0.1:%d", s.port) }
+func (s *server) url() string  { return "redis://" + s.addr() + "/0" }
+
+// stop shuts the server down and waits until it is gone.
+func (s *server) stop() {
+	if s.cmd == nil {
+		return
+	}
+	c := redis.NewClient(&redis.Options{Addr: s.addr()})
+	_ = c.Shutdown(context.Background()).Err() // the connection drops: an error
+	_ = c.Close()
+	done := make(chan struct{})
+	go func() { _ = s.cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		_ = s.cmd.Process.Kill()
+		<-done
+	}
+	s.cmd = nil
+}
+
+// changes records the calls of OnDegraded.
+type changes struct {
+	mu   sync.Mutex
+	seen []bool
+}
+
+func (c *changes) record(d bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.seen = append(c.seen, d)
+}
+
+func (c *changes) get() []bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]bool(nil), c.seen...)
+}
+
+// logBuffer collects log lines.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *logBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *logBuffer) count(s string) int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return strings.Count(b.buf.String(), s)
+}
+
+func equalBools(a, b []bool) bool {
+	return fmt.Sprint(a) == fmt.Sprint(b)
+}
+
+// Redis stops in the middle of the traffic: calls go on with local state,
+// the change is reported once, and shared state is used again when Redis is
+// back.
+func TestRedisDownAndBack(t *testing.T) {
+	t.Parallel()
+	port := freePort(t)
+	srv := startRedis(t, port)
+	o, err := redisstore.ClientOptions(srv.url(), 50*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := redis.NewClient(o)
+	t.Cleanup(func() { _ = client.Close() })
+	var seen changes
+	var logs logBuffer
+	st := newStores(t, client, redisstore.Options{
+		Prefix: "agg:", HealthInterval: 20 * time.Millisecond, OnDegraded: seen.record,
+		Logger: slog.New(slog.NewTextHandler(&logs, nil)),
+	})
+	s := breakertest.Settings()
+	s.ConsecutiveFailures = 3
+	set := breaker.NewSet(st.Breakers, breaker.Options{
+		Events: st.Events, OnStoreError: func(err error) { t.Errorf("breaker store error: %v", err) },
+	})
+	set.Add(caba, "caba", s)
+	lim := ratelimit.New(st.Limits, nil)
+	lim.OnStoreError = func(err error) { t.Errorf("limit store error: %v", err) }
+	lim.Configure("caba", ratelimit.Settings{RPS: 1000, Burst: 1000})
+	ctx := context.Background()
+
+	// Shared state.
+	if !call(t, set, succeed) {
+		t.Fatal("refused")
+	}
+	if _, err := lim.Decide(ctx, "caba", time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if n := client.Exists(ctx, "agg:{caba/by_domain}:breaker", "agg:{ratelimit/caba}:tat").Val(); n != 2 {
+		t.Fatalf("%d of the breaker and budget keys in Redis, want 2", n)
+	}
+	if err := st.Ping(ctx); err != nil {
+		t.Fatalf("Ping: %v", err)
+	}
+
+	srv.stop()
+	for i := range 50 {
+		if !call(t, set, succeed) {
+			t.Fatalf("call %d refused with Redis down", i)
+		}
+		if _, err := lim.Decide(ctx, "caba", time.Second); err != nil {
+			t.Fatalf("call %d: limiter: %v", i, err)
+		}
+	}
+	if !st.Degraded() {
+		t.Fatal("Degraded() = false with Redis down")
+	}
+	if got := seen.get(); !equalBools(got, []bool{true}) {
+		t.Errorf("OnDegraded calls = %v, want [true]", got)
+	}
+	if n := logs.count("redis store unreachable"); n != 1 {
+		t.Errorf("%d log lines about the outage, want 1", n)
+	}
+	if err := st.Ping(ctx); !errors.Is(err, redisstore.ErrDegraded) {
+		t.Errorf("Ping = %v, want ErrDegraded", err)
+	}
+	// Local state decides meanwhile: a pause holds, the breaker still trips.
+	if got := lim.Pause(ctx, "caba", time.Minute); got != time.Minute {
+		t.Errorf("Pause = %v, want 1m", got)
+	}
+	var le *ratelimit.LimitedError
+	if _, err := lim.Decide(ctx, "caba", time.Second); !errors.As(err, &le) || !le.Paused {
+		t.Errorf("Decide during a pause = %v, want paused", err)
+	}
+	for range 3 {
+		call(t, set, fail)
+	}
+	if call(t, set, succeed) {
+		t.Error("the local breaker did not trip with Redis down")
+	}
+	if ev := st.Events.Latest(1); len(ev) != 1 || ev[0].To != breaker.Open {
+		t.Errorf("events while degraded = %+v, want the local trip", ev)
+	}
+
+	startRedis(t, port) // empty: no persistence
+	deadline := time.Now().Add(5 * time.Second)
+	for st.Degraded() {
+		if time.Now().After(deadline) {
+			t.Fatal("still degraded 5s after Redis came back")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if got := seen.get(); !equalBools(got, []bool{true, false}) {
+		t.Errorf("OnDegraded calls = %v, want [true false]", got)
+	}
+	if n := logs.count("redis store back"); n != 1 {
+		t.Errorf("%d log lines about the recovery, want 1", n)
+	}
+	if err := st.Ping(ctx); err != nil {
+		t.Errorf("Ping after recovery: %v", err)
+	}
+
+	// Shared again: another replica's forced open holds here.
+	o2, _ := redisstore.ClientOptions(srv.url(), time.Second)
+	client2 := redis.NewClient(o2)
+	t.Cleanup(func() { _ = client2.Close() })
+	st2 := newStores(t, client2, redisstore.Options{Prefix: "agg:"})
+	set2 := breaker.NewSet(st2.Breakers, breaker.Options{Events: st2.Events})
+	set2.Add(caba, "caba", s)
+	if err := set2.ForceOpen(ctx, caba); err != nil {
+		t.Fatal(err)
+	}
+	if got := state(t, set); got != breaker.ForcedOpen {
+		t.Errorf("state = %s after another replica forced it open, want forced_open", got)
+	}
+	// The trip made while degraded reached the shared log.
+	found := false
+	for _, e := range st2.Events.Latest(10) {
+		found = found || e.To == breaker.Open
+	}
+	if !found {
+		t.Errorf("shared events = %+v, want the trip made while degraded", st2.Events.Latest(10))
+	}
+}
+
+// A client pointed at a port nothing listens on: calls work locally, and the
+// degradation is reported once.
+func TestRedisUnreachable(t *testing.T) {
+	t.Parallel()
+	o, err := redisstore.ClientOptions(fmt.Sprintf("redis://127.0.0.1:%d/0", freePort(t)), 50*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := redis.NewClient(o)
+	t.Cleanup(func() { _ = client.Close() })
+	var seen changes
+	st := newStores(t, client, redisstore.Options{OnDegraded: seen.record, HealthInterval: 10 * time.Millisecond})
+	set := breaker.NewSet(st.Breakers, breaker.Options{Events: st.Events})
+	set.Add(caba, "caba", breakertest.Settings())
+	start := time.Now()
+	for i := range 20 {
+		if !call(t, set, succeed) {
+			t.Fatalf("call %d refused", i)
+		}
+	}
+	t.Logf("20 calls with Redis unreachable took %v", time.Since(start))
+	if st, _ := set.Status(context.Background(), caba); st.Calls != 20 {
+		t.Errorf("local state recorded %d calls, want 20", st.Calls)
+	}
+	time.Sleep(50 * time.Millisecond) // several failed health checks
+	if !st.Degraded() {
+		t.Error("Degraded() = false")
+	}
+	if got := seen.get(); !equalBools(got, []bool{true}) {
+		t.Errorf("OnDegraded calls = %v, want [true]", got)
+	}
+	if err := st.Ping(context.Background()); !errors.Is(err, redisstore.ErrDegraded) {
+		t.Errorf("Ping = %v, want ErrDegraded", err)
+	}
+}
+
+// Close stops every goroutine the stores started, degraded or not.
+func TestCloseLeavesNoGoroutine(t *testing.T) {
+	// Not parallel: it looks at every goroutine of the process.
+	base := testClient(t)
+	prefix := testPrefix(t, base)
+	ignore := goleak.IgnoreCurrent()
+	for _, url := range []string{testURL(), fmt.Sprintf("redis://127.0.0.1:%d/0", freePort(t))} {
+		o, err := redisstore.ClientOptions(url, 50*time.Millisecond)
+		if err != nil {
+			t.Fatal(err)
+		}
+		client := redis.NewClient(o)
+		st := redisstore.New(client, redisstore.Options{Prefix: prefix, HealthInterval: 5 * time.Millisecond})
+		set := breaker.NewSet(st.Breakers, breaker.Options{Events: st.Events})
+		set.Add(caba, "caba", breakertest.Settings())
+		call(t, set, succeed)
+		time.Sleep(20 * time.Millisecond)
+		_ = st.Close()
+		_ = client.Close()
+	}
+	// go-redis's own dialer sleeps a second between attempts before it sees
+	// its client closed: wait for it.
+	deadline := time.Now().Add(3 * time.Second)
+	for goleak.Find(ignore) != nil && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	goleak.VerifyNone(t, ignore)
+}

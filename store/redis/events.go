@@ -1,0 +1,133 @@
+package redisstore
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/multas/aggregator/breaker"
+)
+
+var (
+	appendScript = lua("events_append.lua")
+	readScript   = lua("events_read.lua")
+)
+
+// EventLogSize is how many events the shared log keeps.
+const EventLogSize = 1000
+
+// EventLog implements breaker.EventLog on a capped Redis list shared by
+// every replica, for breaker.Options.Events. A breaker.Set appends the
+// transitions its store returned, so each transition is appended once, by
+// the replica that made it.
+//
+// The log is also kept in this process: while Redis cannot be reached, reads
+// come from there, and events appended meanwhile go to Redis once it is
+// back. Entries that do not parse are skipped.
+type EventLog struct {
+	st    *Stores
+	key   string
+	local *breaker.Ring
+
+	mu      sync.Mutex
+	pending []any // JSON events not yet in Redis
+}
+
+var _ breaker.EventLog = (*EventLog)(nil)
+
+func newEventLog(s *Stores) *EventLog {
+	return &EventLog{st: s, key: s.opts.Prefix + "events:log", local: breaker.NewRing(EventLogSize)}
+}
+
+// Append implements breaker.EventLog.
+func (l *EventLog) Append(e breaker.Event) {
+	l.local.Append(e)
+	body, err := json.Marshal(e)
+	if err != nil {
+		return
+	}
+	l.mu.Lock()
+	if len(l.pending) >= EventLogSize {
+		l.pending = l.pending[1:]
+	}
+	l.pending = append(l.pending, string(body))
+	l.mu.Unlock()
+	if !l.st.Degraded() {
+		l.flush(context.Background())
+	}
+}
+
+// flush sends the pending events to Redis, and reports whether it could.
+func (l *EventLog) flush(ctx context.Context) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.pending) == 0 {
+		return true
+	}
+	args := append([]any{EventLogSize}, l.pending...)
+	cctx, cancel := l.st.callCtx(ctx)
+	err := appendScript.Run(cctx, l.st.client, []string{l.key}, args...).Err()
+	cancel()
+	if err != nil {
+		l.st.failed(ctx, err)
+		return false
+	}
+	l.pending = l.pending[:0]
+	return true
+}
+
+// Since implements breaker.EventLog.
+func (l *EventLog) Since(t time.Time) []breaker.Event {
+	events, ok := l.read(0, -1)
+	if !ok {
+		return l.local.Since(t)
+	}
+	out := []breaker.Event{}
+	for _, e := range events {
+		if e.Time.After(t) {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// Latest implements breaker.EventLog.
+func (l *EventLog) Latest(n int) []breaker.Event {
+	if n <= 0 {
+		return []breaker.Event{}
+	}
+	events, ok := l.read(-n, -1)
+	if !ok {
+		return l.local.Latest(n)
+	}
+	return events
+}
+
+// read returns the entries from..to of the shared log, oldest first (by
+// time: replicas append concurrently), or false when Redis is not used.
+func (l *EventLog) read(from, to int) ([]breaker.Event, bool) {
+	if l.st.Degraded() {
+		return nil, false
+	}
+	ctx := context.Background()
+	cctx, cancel := l.st.callCtx(ctx)
+	res, err := readScript.Run(cctx, l.st.client, []string{l.key}, strconv.Itoa(from), strconv.Itoa(to)).StringSlice()
+	cancel()
+	if err != nil {
+		l.st.failed(ctx, err)
+		return nil, false
+	}
+	events := make([]breaker.Event, 0, len(res))
+	for _, s := range res {
+		var e breaker.Event
+		if json.Unmarshal([]byte(s), &e) != nil || e.Time.IsZero() {
+			continue
+		}
+		events = append(events, e)
+	}
+	slices.SortStableFunc(events, func(a, b breaker.Event) int { return a.Time.Compare(b.Time) })
+	return events, true
+}

@@ -1,0 +1,51 @@
+package redisstore_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/multas/aggregator"
+	"github.com/multas/aggregator/breaker"
+	"github.com/multas/aggregator/breaker/breakertest"
+	redisstore "github.com/multas/aggregator/store/redis"
+)
+
+func TestEventLog(t *testing.T) {
+	t.Parallel()
+	c := testClient(t)
+	prefix := testPrefix(t, c)
+	a := newStores(t, c, redisstore.Options{Prefix: prefix, Timeout: suiteTimeout})
+	b := newStores(t, c, redisstore.Options{Prefix: prefix, Timeout: suiteTimeout})
+	t0 := breakertest.NewClock().Now()
+	ev := func(i int) breaker.Event {
+		return breaker.Event{Time: t0.Add(time.Duration(i) * time.Second), BreakerKey: "caba",
+			Operation: aggregator.ByDomain, From: breaker.Closed, To: breaker.Open, Reason: "r"}
+	}
+	for i := range redisstore.EventLogSize + 5 {
+		if i%2 == 0 {
+			a.Events.Append(ev(i))
+		} else {
+			b.Events.Append(ev(i))
+		}
+	}
+	all := a.Events.Since(time.Time{})
+	if len(all) != redisstore.EventLogSize {
+		t.Fatalf("%d events kept, want %d", len(all), redisstore.EventLogSize)
+	}
+	if !all[0].Time.Equal(ev(5).Time) || !all[len(all)-1].Time.Equal(ev(redisstore.EventLogSize+4).Time) {
+		t.Errorf("kept %v … %v, want the newest, oldest first", all[0].Time, all[len(all)-1].Time)
+	}
+	if got := b.Events.Since(ev(redisstore.EventLogSize + 2).Time); len(got) != 2 {
+		t.Errorf("Since the third newest = %d events, want the 2 strictly after", len(got))
+	}
+	latest := b.Events.Latest(3)
+	if len(latest) != 3 || !latest[2].Time.Equal(ev(redisstore.EventLogSize+4).Time) || latest[0].Time.After(latest[1].Time) {
+		t.Errorf("Latest(3) = %+v, want the 3 newest, oldest first", latest)
+	}
+	if got := a.Events.Latest(0); got == nil || len(got) != 0 {
+		t.Errorf("Latest(0) = %#v, want empty", got)
+	}
+	if got := a.Events.Since(t0.Add(time.Hour * 24)); got == nil || len(got) != 0 {
+		t.Errorf("Since the future = %#v, want empty", got)
+	}
+}

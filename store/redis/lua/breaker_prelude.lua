@@ -1,0 +1,197 @@
+-- The state of one breaker and the steps every breaker script shares.
+-- Times are integer microseconds on the caller's clock: Redis TIME is never
+-- read, so replicas (and tests with a fake clock) decide on the time they
+-- pass in.
+--
+-- KEYS[1]  the breaker's hash
+-- ARGV[1]  now
+-- ARGV[2]  window (> 0)           ARGV[3]  min_calls
+-- ARGV[4]  failure_ratio          ARGV[5]  consecutive_failures (0 = off)
+-- ARGV[6]  open_for               ARGV[7]  probe lease
+-- ARGV[8]  invalidation channel   ARGV[9]  breaker key   ARGV[10] operation
+-- ARGV[11...] the script's own arguments
+--
+-- Hash fields:
+--   st     state: closed, open, half_open or forced_open
+--   since  when it entered it
+--   gen    generation, bumped at every transition: a permit of an earlier
+--          one is stale
+--   ver    version, bumped at every change another replica may have cached
+--   ou     open_until; pu probe_until (the probe's lease)
+--   ot     time spent open before the current state
+--   cf     consecutive failures
+--   bp     bucket period (window/10) the window was counted with
+--   b0..b9 the rolling window: bucket "number:successes:failures" in field
+--          b(number % 10), number = floor(now / bp)
+--   wi, wc, wf  the newest bucket number counted, and the calls and
+--          failures of the ten buckets that end with it, so that the hot
+--          path reads one bucket, not ten
+--   last   the last transition, a JSON array of strings
+--
+-- Anything that does not parse counts as absent: a key of another type is
+-- deleted, a hash without a valid state starts afresh, a garbage number is 0.
+-- Scripts fetch only the fields they need (HMGET costs by the field), and
+-- always fetch STATE before changing anything.
+
+local key = KEYS[1]
+local LIMIT = 2 ^ 53
+
+local function num(v)
+  v = tonumber(v)
+  if v == nil or v ~= v or v >= LIMIT or v <= -LIMIT then
+    return 0
+  end
+  return math.floor(v)
+end
+
+-- I formats an integer for Redis: a bare Lua number would be written with
+-- 14 significant digits, too few for a time in microseconds.
+local function I(x)
+  return string.format('%d', x)
+end
+
+local now = num(ARGV[1])
+local window = num(ARGV[2])
+if window < 10 then window = 10 end
+local minCalls = num(ARGV[3])
+if minCalls < 1 then minCalls = 1 end
+local failureRatio = tonumber(ARGV[4]) or 0
+local consecutive = num(ARGV[5])
+local openFor = num(ARGV[6])
+local lease = num(ARGV[7])
+local bp = math.floor(window / 10)
+
+local STATE = { 'st', 'since', 'gen', 'ver', 'ou', 'pu', 'ot', 'cf' }
+local WINDOW = { 'bp', 'wi', 'wc', 'wf' }
+local BUCKETS = { 'b0', 'b1', 'b2', 'b3', 'b4', 'b5', 'b6', 'b7', 'b8', 'b9' }
+local VALID = { closed = true, open = true, half_open = true, forced_open = true }
+
+local raw, loaded, fresh = {}, {}, false
+local st, since, gen, ver, ou, pu, ot, cf = 'closed', now, 0, 0, 0, 0, 0, 0
+local last -- a transition made by this script
+
+local dirty = false  -- the state fields must be written
+local clear = false  -- the window must be emptied
+local notify = false -- other replicas must drop what they cached
+local events = {}
+
+-- fetch reads the named fields not read yet, then parses the state again:
+-- call it before changing anything. The first call must name 'st'.
+local function fetch(names)
+  local want = {}
+  for i = 1, #names do
+    local f = names[i]
+    if not loaded[f] then
+      loaded[f] = true
+      want[#want + 1] = f
+    end
+  end
+  if #want > 0 and not fresh then
+    local vals = redis.pcall('HMGET', key, unpack(want))
+    if vals['err'] ~= nil then
+      vals = {}
+      raw.st = nil -- not a hash
+    end
+    for i = 1, #want do
+      if vals[i] then raw[want[i]] = vals[i] end
+    end
+    if not VALID[raw.st] then
+      redis.call('DEL', key) -- whatever is there without a state
+      raw, fresh, dirty = {}, true, true
+    end
+  end
+  st = raw.st or 'closed'
+  since = num(raw.since)
+  if fresh then since = now end
+  gen, ver, ou, pu, ot, cf = num(raw.gen), num(raw.ver), num(raw.ou), num(raw.pu), num(raw.ot), num(raw.cf)
+end
+
+local function parseBucket(v)
+  if not v then return nil, 0, 0 end
+  local n, s, f = string.match(v, '^(%-?%d+):(%d+):(%d+)$')
+  if n == nil then return nil, 0, 0 end
+  return num(n), num(s), num(f)
+end
+
+-- counts returns the calls and failures of the window that ends in bucket
+-- number idx, the newest bucket number counted, and whether the buckets
+-- were counted with another period (and must be deleted). WINDOW must have
+-- been fetched.
+local function counts(idx)
+  if fresh or num(raw.bp) ~= bp then
+    return 0, 0, idx, not fresh
+  end
+  local wi, wc, wf = num(raw.wi), num(raw.wc), num(raw.wf)
+  if idx <= wi then
+    return wc, wf, wi, false
+  end
+  if idx - wi >= 10 then
+    return 0, 0, idx, false -- every bucket counted has left the window
+  end
+  -- Buckets wi-9 .. idx-10 leave the window: take them off the sums.
+  local names = {}
+  for k = wi - 9, idx - 10 do
+    names[#names + 1] = BUCKETS[k % 10 + 1]
+  end
+  local vals = redis.call('HMGET', key, unpack(names))
+  for i = 1, #names do
+    local n, s, f = parseBucket(vals[i])
+    if n == wi - 10 + i then
+      wc, wf = wc - s - f, wf - f
+    end
+  end
+  return math.max(wc, 0), math.max(wf, 0), idx, false
+end
+
+local function transition(to, at, reason, calls, failures, consec, retryAfter, trip)
+  if st == 'open' or st == 'forced_open' then
+    ot = ot + math.max(at - since, 0)
+  end
+  local w = 0
+  if trip then w = window end
+  local e = { I(at), st, to, reason, I(calls), I(failures), I(consec), I(retryAfter), I(w) }
+  gen = gen + 1
+  ver = ver + 1
+  st, since, ou, pu, cf = to, at, 0, 0, 0
+  last = cjson.encode(e)
+  events[#events + 1] = e
+  dirty, clear, notify = true, true, true -- counts restart
+end
+
+-- open trips the breaker: open for open_for, or longer if the portal asked
+-- (the Retry-After floor).
+local function open(at, reason, calls, failures, consec, retryAfter, trip)
+  local d, ra = openFor, 0
+  if retryAfter > d then
+    d, ra = retryAfter, retryAfter
+  end
+  transition('open', at, reason, calls, failures, consec, ra, trip)
+  ou = at + d
+end
+
+-- advance turns an open breaker whose time has passed into half-open, at
+-- the instant it passed.
+local function advance()
+  if st == 'open' and now >= ou then
+    transition('half_open', ou, 'open time elapsed', 0, 0, 0, 0, false)
+  end
+end
+
+local function save()
+  if clear then
+    redis.call('HDEL', key, unpack(BUCKETS))
+  end
+  if dirty then
+    redis.call('HSET', key, 'st', st, 'since', I(since), 'gen', I(gen), 'ver', I(ver), 'ou', I(ou),
+      'pu', I(pu), 'ot', I(ot), 'cf', I(cf))
+    if clear or fresh then
+      redis.call('HSET', key, 'bp', I(bp), 'wi', '0', 'wc', '0', 'wf', '0')
+    end
+    if last ~= nil then
+      redis.call('HSET', key, 'last', last)
+    end
+  end
+  if notify then
+    redis.call('PUBLISH', ARGV[8], cjson.encode({ k = ARGV[9], o = ARGV[10], v = I(ver) }))
+  end
+end

@@ -1,0 +1,95 @@
+package redisstore
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/multas/aggregator/breaker"
+)
+
+// sharedSettings is breaker.Settings as Redis keeps it.
+type sharedSettings struct {
+	Window              time.Duration `json:"window"`
+	MinCalls            int           `json:"min_calls"`
+	FailureRatio        float64       `json:"failure_ratio"`
+	ConsecutiveFailures int           `json:"consecutive_failures"`
+	OpenFor             time.Duration `json:"open_for"`
+	SlowCall            time.Duration `json:"slow_call"`
+	FailureStatuses     []int         `json:"failure_statuses"`
+	ProbeLease          time.Duration `json:"probe_lease"`
+}
+
+func toShared(s breaker.Settings) *sharedSettings {
+	return &sharedSettings{
+		Window: s.Window, MinCalls: s.MinCalls, FailureRatio: s.FailureRatio,
+		ConsecutiveFailures: s.ConsecutiveFailures, OpenFor: s.OpenFor, SlowCall: s.SlowCall,
+		FailureStatuses: append([]int(nil), s.FailureStatuses...), ProbeLease: s.ProbeLease,
+	}
+}
+
+func (s *sharedSettings) settings() breaker.Settings {
+	return breaker.Settings{
+		Window: s.Window, MinCalls: s.MinCalls, FailureRatio: s.FailureRatio,
+		ConsecutiveFailures: s.ConsecutiveFailures, OpenFor: s.OpenFor, SlowCall: s.SlowCall,
+		FailureStatuses: append([]int(nil), s.FailureStatuses...), ProbeLease: s.ProbeLease,
+	}
+}
+
+func (b *BreakerStore) settingsKey(id breaker.ID) string {
+	return b.st.opts.Prefix + "{" + id.Key + "/" + string(id.Operation) + "}:settings"
+}
+
+// ShareSettings records s as the run-time settings of id (the admin API's
+// PUT) and tells every other replica, whose Options.OnSettings receives
+// them. Errors are returned, not degraded to local state: the caller has
+// already applied s to its own replica.
+func (b *BreakerStore) ShareSettings(ctx context.Context, id breaker.ID, s breaker.Settings) error {
+	msg, err := json.Marshal(message{Key: id.Key, Operation: string(id.Operation), Settings: toShared(s), Replica: b.st.replica})
+	if err != nil {
+		return err
+	}
+	body, err := json.Marshal(toShared(s))
+	if err != nil {
+		return err
+	}
+	ctx, cancel := b.st.callCtx(ctx)
+	defer cancel()
+	pipe := b.st.client.Pipeline()
+	pipe.Set(ctx, b.settingsKey(id), body, 0)
+	pipe.Publish(ctx, b.st.channel, msg)
+	if _, err := pipe.Exec(ctx); err != nil {
+		return fmt.Errorf("sharing the settings of breaker %s: %w", id, err)
+	}
+	return nil
+}
+
+// SharedSettings returns the run-time settings last shared for id, if any,
+// for a replica that starts after an operator changed them. Contents that
+// do not parse are no settings.
+func (b *BreakerStore) SharedSettings(ctx context.Context, id breaker.ID) (breaker.Settings, bool, error) {
+	ctx, cancel := b.st.callCtx(ctx)
+	defer cancel()
+	res, err := getScript.Run(ctx, b.st.client, []string{b.settingsKey(id)}).Result()
+	if err != nil {
+		if isNil(err) {
+			return breaker.Settings{}, false, nil
+		}
+		return breaker.Settings{}, false, fmt.Errorf("reading the settings of breaker %s: %w", id, err)
+	}
+	body, _ := res.(string)
+	var s sharedSettings
+	if json.Unmarshal([]byte(body), &s) != nil {
+		return breaker.Settings{}, false, nil
+	}
+	return s.settings(), true, nil
+}
+
+func newReplicaID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}

@@ -1,0 +1,345 @@
+// Package redisstore shares the state that decides whether a portal is
+// called (breakers, rate-limit budgets and pauses, transition events) among
+// every replica, through Redis.
+//
+// Every decision about one breaker or one budget is a Lua script of ours,
+// run atomically by Redis in one round trip, on the caller's clock (the time
+// is an argument; Redis TIME is never read). All the keys of one breaker
+// share a hash tag, so the design works on Redis Cluster.
+//
+// Redis failing is not the service failing: every call is bounded by a short
+// timeout, and on an error the stores go on with state of their own in this
+// process (breaker.MemoryStore, ratelimit.MemoryStore) until a background
+// check finds Redis again. The change is reported once each way, through
+// Options.OnDegraded and the logger, never per call.
+package redisstore
+
+import (
+	"context"
+	"embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/multas/aggregator"
+	"github.com/multas/aggregator/breaker"
+)
+
+// Defaults of Options.
+const (
+	DefaultPrefix         = "aggregator:"
+	DefaultTimeout        = 50 * time.Millisecond
+	DefaultHealthInterval = time.Second
+)
+
+// Options configure the stores; zero values are the documented defaults.
+type Options struct {
+	// Prefix starts every key and the invalidation channel (store.key_prefix);
+	// DefaultPrefix when empty.
+	Prefix string
+	// Timeout bounds every Redis call; DefaultTimeout when zero.
+	Timeout time.Duration
+	// Logger hears of the changes between shared and local state.
+	Logger *slog.Logger
+	// OnDegraded, when set, is called once at each change: true when the
+	// stores fall back to local state, false when Redis is used again.
+	// Calls are serialised; it must not call back into the stores.
+	OnDegraded func(degraded bool)
+	// OnSettings, when set, receives the breaker settings another replica
+	// shared with BreakerStore.ShareSettings, to apply to this replica's
+	// breaker.Set.
+	OnSettings func(breaker.ID, breaker.Settings)
+	// HealthInterval is how often a degraded store checks whether Redis is
+	// back; DefaultHealthInterval when zero.
+	HealthInterval time.Duration
+}
+
+// Stores are the shared stores of one replica, over one Redis client.
+type Stores struct {
+	// Breakers implements breaker.Store.
+	Breakers *BreakerStore
+	// Limits implements ratelimit.Store.
+	Limits *LimitStore
+	// Events implements breaker.EventLog.
+	Events *EventLog
+
+	client  redis.UniversalClient
+	opts    Options
+	channel string
+	replica string // tells this replica's own messages apart
+
+	degraded atomic.Bool
+	mu       sync.Mutex // serialises changes of degraded and OnDegraded
+
+	stop   context.CancelFunc
+	done   sync.WaitGroup
+	pubsub *redis.PubSub
+	closed sync.Once
+}
+
+// New returns the stores of one replica on client, with their background
+// work (the invalidation subscriber and the health check) started; Close
+// stops it. The client should bound calls by their context (see
+// ClientOptions). New does not touch Redis: a Redis that is down at start-up
+// is found by the first call, and the stores start degraded from there.
+func New(client redis.UniversalClient, opts Options) *Stores {
+	if opts.Prefix == "" {
+		opts.Prefix = DefaultPrefix
+	}
+	if opts.Timeout <= 0 {
+		opts.Timeout = DefaultTimeout
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.HealthInterval <= 0 {
+		opts.HealthInterval = DefaultHealthInterval
+	}
+	s := &Stores{client: client, opts: opts, channel: opts.Prefix + "events", replica: newReplicaID()}
+	s.Breakers = newBreakerStore(s)
+	s.Limits = newLimitStore(s)
+	s.Events = newEventLog(s)
+
+	ctx, stop := context.WithCancel(context.Background())
+	s.stop = stop
+	// Without channels, Subscribe touches no network: New never waits for
+	// Redis. The subscriber subscribes, and the client resubscribes after
+	// every reconnection.
+	s.pubsub = client.Subscribe(ctx)
+	s.done.Add(2)
+	go s.subscribe(ctx)
+	go s.health(ctx)
+	return s
+}
+
+// ClientOptions parses a store.redis_url (redis://, rediss://, unix://) into
+// client options that suit the stores: a call is bounded by its context
+// (ContextTimeoutEnabled), socket reads and writes by timeout, and it is not
+// retried inside the client (the local fallback is the retry).
+func ClientOptions(url string, timeout time.Duration) (*redis.Options, error) {
+	o, err := redis.ParseURL(url)
+	if err != nil {
+		return nil, err
+	}
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	o.ContextTimeoutEnabled = true
+	o.ReadTimeout = timeout
+	o.WriteTimeout = timeout
+	o.PoolTimeout = timeout
+	o.DialTimeout = max(o.DialTimeout, time.Second)
+	o.MaxRetries = -1
+	return o, nil
+}
+
+// Degraded reports whether the stores are on local state because Redis
+// failed.
+func (s *Stores) Degraded() bool { return s.degraded.Load() }
+
+// ErrDegraded is wrapped by Ping's error while the stores run on local state.
+var ErrDegraded = errors.New("redis store degraded: deciding on local state")
+
+// Ping checks Redis now, within ctx and the store timeout, for /readyz. Its
+// error wraps ErrDegraded while the stores are on local state.
+func (s *Stores) Ping(ctx context.Context) error {
+	cctx, cancel := s.callCtx(ctx)
+	defer cancel()
+	err := s.client.Ping(cctx).Err()
+	if err != nil {
+		s.failed(ctx, err)
+	}
+	switch {
+	case err != nil && s.Degraded():
+		return fmt.Errorf("%w: %w", ErrDegraded, err)
+	case err != nil:
+		return fmt.Errorf("redis store: %w", err)
+	case s.Degraded():
+		return fmt.Errorf("%w: Redis answers again, shared state resumes within %s", ErrDegraded, s.opts.HealthInterval)
+	}
+	return nil
+}
+
+// Close stops the background work. It does not close the client, which the
+// caller owns.
+func (s *Stores) Close() error {
+	s.closed.Do(func() {
+		s.stop()
+		_ = s.pubsub.Close()
+		s.done.Wait()
+	})
+	return nil
+}
+
+// callCtx bounds one Redis call.
+func (s *Stores) callCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, s.opts.Timeout)
+}
+
+// failed records that a Redis call failed: the stores go on locally. An
+// error of the caller's own context says nothing of Redis.
+func (s *Stores) failed(ctx context.Context, err error) {
+	if ctx.Err() != nil {
+		return
+	}
+	s.setDegraded(true, err)
+}
+
+func (s *Stores) setDegraded(d bool, cause error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.degraded.Load() == d {
+		return
+	}
+	s.degraded.Store(d)
+	if !d {
+		// Invalidations may have been lost meanwhile. What was remembered
+		// is kept while degraded: a breaker known open stays open.
+		s.Breakers.forget()
+		s.Limits.forget()
+	}
+	if d {
+		s.opts.Logger.Error("redis store unreachable: deciding on local state until it is back",
+			"err", errString(cause))
+	} else {
+		s.opts.Logger.Info("redis store back: deciding on shared state again")
+	}
+	if s.opts.OnDegraded != nil {
+		s.opts.OnDegraded(d)
+	}
+}
+
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+// health checks, while degraded, whether Redis answers again.
+func (s *Stores) health(ctx context.Context) {
+	defer s.done.Done()
+	t := time.NewTicker(s.opts.HealthInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if !s.Degraded() {
+			continue
+		}
+		cctx, cancel := s.callCtx(ctx)
+		err := s.client.Ping(cctx).Err()
+		cancel()
+		if err != nil {
+			continue
+		}
+		if s.Events.flush(ctx) {
+			s.setDegraded(false, nil)
+		}
+	}
+}
+
+// message is what the breaker scripts publish when a breaker changes, the
+// pause script when a pause does, and ShareSettings when a breaker's
+// settings do.
+type message struct {
+	// Pause is the source whose pause changed.
+	Pause     string `json:"p,omitempty"`
+	Key       string `json:"k"`
+	Operation string `json:"o"`
+	// Ver is the breaker's version after the change (breaker scripts).
+	Ver string `json:"v,omitempty"`
+	// Settings are shared settings, from replica Replica.
+	Settings *sharedSettings `json:"s,omitempty"`
+	Replica  string          `json:"r,omitempty"`
+}
+
+// pingEvery is how long the subscription may stay silent before it is
+// checked with a PING, so that a dead connection is found.
+const pingEvery = 10 * time.Second
+
+// subscribe applies invalidations until ctx ends. After an error it tries
+// again no more than once per HealthInterval, so a Redis that is down costs
+// one attempt per interval; every (re)subscription drops what the breakers
+// remember, since invalidations may have been lost in between.
+func (s *Stores) subscribe(ctx context.Context) {
+	defer s.done.Done()
+	_ = s.pubsub.Subscribe(ctx, s.channel) // kept for reconnections even if it fails now
+	for ctx.Err() == nil {
+		m, err := s.pubsub.ReceiveTimeout(ctx, pingEvery)
+		if err != nil {
+			if ctx.Err() != nil || errors.Is(err, redis.ErrClosed) {
+				return
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() && s.pubsub.Ping(ctx) == nil {
+				continue // silent but alive: the PONG comes as a message
+			}
+			// The client resubscribes at the next receive; the
+			// subscription's confirmation then drops what the
+			// breakers remember.
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(s.opts.HealthInterval):
+			}
+			continue
+		}
+		s.receive(m)
+	}
+}
+
+func (s *Stores) receive(m any) {
+	switch m := m.(type) {
+	case *redis.Subscription:
+		// (Re)subscribed: what was published meanwhile is lost.
+		s.Breakers.forget()
+		s.Limits.forget()
+	case *redis.Message:
+		var msg message
+		if json.Unmarshal([]byte(m.Payload), &msg) != nil {
+			return
+		}
+		if msg.Pause != "" {
+			s.Limits.invalidate(msg.Pause)
+			return
+		}
+		if msg.Key == "" {
+			return
+		}
+		id := breaker.ID{Key: msg.Key, Operation: aggregator.Operation(msg.Operation)}
+		if msg.Settings != nil {
+			if msg.Replica != s.replica && s.opts.OnSettings != nil {
+				s.opts.OnSettings(id, msg.Settings.settings())
+			}
+			return
+		}
+		s.Breakers.invalidate(id, parseInt(msg.Ver))
+	}
+}
+
+//go:embed lua/*.lua
+var luaFiles embed.FS
+
+func lua(names ...string) *redis.Script {
+	var src []byte
+	for _, n := range names {
+		b, err := luaFiles.ReadFile("lua/" + n)
+		if err != nil {
+			panic(err) // embedded at build time: cannot happen
+		}
+		src = append(src, b...)
+		src = append(src, '\n')
+	}
+	return redis.NewScript(string(src))
+}
