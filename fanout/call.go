@@ -76,7 +76,10 @@ func (e *Engine) call(ctx context.Context, m Member, op aggregator.Operation, do
 		res := classify(ctx, status, pause, err)
 		c.Done(context.WithoutCancel(ctx), breaker.Report{Outcome: res.outcome, Status: res.status, Elapsed: elapsed, RetryAfter: res.retryAfter})
 		e.observe(source, op, res.outcome, elapsed)
-		if res.retryAfter > 0 && e.opts.Limiter != nil && (res.outcome == aggregator.RateLimited || res.outcome == aggregator.Unavailable || res.outcome == aggregator.Succeeded) {
+		// Any answer that asked for a pause sets it (SPEC 4.2): a 429, a
+		// 503 with Retry-After, or an exhausted RateLimit quota on any
+		// status, a 4xx or an unreadable 2xx included.
+		if res.retryAfter > 0 && e.opts.Limiter != nil {
 			res.retryAfter = e.opts.Limiter.Pause(context.WithoutCancel(ctx), source, res.retryAfter)
 		}
 		if res.outcome == aggregator.Succeeded {

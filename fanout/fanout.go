@@ -185,7 +185,17 @@ func (e *Engine) shared(ctx context.Context, m Member, q aggregator.Query) part 
 		}
 		return p
 	case <-ctx.Done():
-		return e.entry(m, q.Operation(), aggregator.Deadline, 0, nil, 0, "the query's budget ran out before the source answered")
+		// The call under way ends with the budget too (everything in it
+		// honours ctx): a short grace lets its outcome, which may name an
+		// earlier attempt's failure, be the one reported.
+		grace := time.NewTimer(50 * time.Millisecond)
+		defer grace.Stop()
+		select {
+		case r := <-ch:
+			return r.Val.(part)
+		case <-grace.C:
+		}
+		return e.entry(m, q.Operation(), aggregator.Deadline, 0, nil, 0, "The query's budget ran out before the source answered.")
 	}
 }
 

@@ -23,8 +23,10 @@ func (e *Engine) Voucher(ctx context.Context, source, infractionID string, budge
 	var v *sources.Voucher
 	res := e.call(ctx, m, aggregator.Voucher, func(ctx context.Context) (int, time.Duration, error) {
 		var err error
-		v, err = m.Source.Voucher(ctx, infractionID)
-		return 0, 0, err
+		if v, err = m.Source.Voucher(ctx, infractionID); err != nil {
+			return 0, 0, err
+		}
+		return 0, v.Pause, nil
 	})
 	if res.outcome == aggregator.Succeeded {
 		release := res.release

@@ -112,6 +112,9 @@ type Voucher struct {
 	Body        io.ReadCloser
 	// Length is the body's length, or -1 when the portal did not say.
 	Length int64
+	// Pause > 0 when the answer asked us to back off (an exhausted
+	// RateLimit quota), as for Answer.Pause.
+	Pause time.Duration
 }
 
 // New checks spec and compiles its templates and pointers. client makes
@@ -374,7 +377,7 @@ func (s *Source) Voucher(ctx context.Context, infractionID string) (*Voucher, er
 		if ct == "" {
 			ct = "application/octet-stream"
 		}
-		return &Voucher{ContentType: ct, Body: resp.Body, Length: resp.ContentLength}, nil
+		return &Voucher{ContentType: ct, Body: resp.Body, Length: resp.ContentLength, Pause: s.pause(resp)}, nil
 	}
 	pause := s.pause(resp)
 	drain(resp.Body)
