@@ -46,7 +46,8 @@ type Options struct {
 	// AsyncStore keeps their work; Redis when store.redis_url is set, else
 	// in-process, when nil.
 	AsyncStore async.Store
-	// AsyncClock schedules their work; the wall clock when nil.
+	// AsyncClock schedules their work; the wall clock when nil. It must
+	// tell the same time as Now (breakers' open times are read against it).
 	AsyncClock async.Clock
 	// Resolver checks webhook callback hosts; the system's when nil.
 	Resolver async.Resolver
@@ -67,6 +68,7 @@ type App struct {
 		breakers atomic.Pointer[breaker.Set]
 		metrics  atomic.Pointer[metrics.Metrics]
 	}
+	closing
 	closers     []func() error
 	redisClient redis.UniversalClient
 	stores      *redisstore.Stores

@@ -284,6 +284,7 @@ func start(t *testing.T, cfg *config.Config, opts app.Options) *env {
 	if err != nil {
 		t.Fatalf("app.New: %v", err)
 	}
+	t.Cleanup(func() { _ = a.Close() }) // its background work (async queries) stops
 	e := &env{t: t, app: a, api: apitest.New(t)}
 	e.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/v1/infractions" {

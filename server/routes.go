@@ -11,6 +11,8 @@ func (s *Server) routes() {
 	client.GET("/infractions", s.infractions)
 	client.GET("/sources", s.coverage)
 	client.GET("/sources/:source/infractions/:infraction_id/voucher", s.voucher)
+	client.POST("/queries", s.createQuery)
+	client.GET("/queries/:qid", s.getQuery)
 
 	admin := r.Group("/v1/admin", s.adminAuth)
 	admin.GET("/breakers", s.listBreakers)
@@ -18,6 +20,9 @@ func (s *Server) routes() {
 	admin.POST("/breakers/:key/:operation/open", s.openBreaker)
 	admin.PUT("/sources/:id/breaker", s.updateBreaker)
 	admin.GET("/events", s.events)
+	admin.GET("/dlq", s.listDLQ)
+	admin.POST("/dlq/:id/redeliver", s.redeliverDLQ)
+	admin.DELETE("/dlq/:id", s.deleteDLQ)
 
 	r.GET("/problems/:slug", s.problemPage)
 	r.GET("/healthz", s.healthz)

@@ -39,6 +39,11 @@ type Options struct {
 	Ready map[string]func(context.Context) error
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
+	// ShareSettings, when set, hands breaker settings changed through the
+	// admin API to the other replicas.
+	ShareSettings func(context.Context, breaker.ID, breaker.Settings) error
+	// Async serves the asynchronous queries and the DLQ; nil answers 404.
+	Async AsyncQueries
 }
 
 // Server serves the API.
@@ -59,6 +64,11 @@ func New(opts Options) *Server {
 	s := &Server{opts: opts, router: gin.New()}
 	s.router.RedirectTrailingSlash = false
 	s.router.RedirectFixedPath = false
+	// Route on the escaped path, so that a parameter may hold an escaped
+	// '/' (an infraction id such as "A-10442/2026" in a voucher link);
+	// parameters are unescaped for the handlers.
+	s.router.UseRawPath = true
+	s.router.UnescapePathValues = true
 	s.router.HandleMethodNotAllowed = true
 	s.router.ContextWithFallback = true
 	s.routes()

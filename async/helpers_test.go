@@ -1,0 +1,282 @@
+package async
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"os"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"go.uber.org/goleak"
+
+	"github.com/multas/aggregator"
+	"github.com/multas/aggregator/breaker"
+	"github.com/multas/aggregator/fanout"
+	"github.com/multas/aggregator/problem"
+	"github.com/multas/aggregator/sources"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+// fakeClock is a Clock that moves only when the test says so.
+type fakeClock struct {
+	mu     sync.Mutex
+	now    time.Time
+	timers map[*fakeTimer]bool
+}
+
+func newFakeClock() *fakeClock {
+	return &fakeClock{now: time.Date(2026, 3, 14, 9, 12, 0, 0, time.UTC), timers: make(map[*fakeTimer]bool)}
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *fakeClock) NewTimer(d time.Duration) Timer {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t := &fakeTimer{c: c, at: c.now.Add(d), ch: make(chan time.Time, 1)}
+	if d <= 0 {
+		t.ch <- c.now
+		return t
+	}
+	c.timers[t] = true
+	return t
+}
+
+// Set moves the clock to at (never backwards) and fires the timers due.
+func (c *fakeClock) Set(at time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if at.After(c.now) {
+		c.now = at
+	}
+	for t := range c.timers {
+		if !t.at.After(c.now) {
+			delete(c.timers, t)
+			t.ch <- c.now
+		}
+	}
+}
+
+func (c *fakeClock) Advance(d time.Duration) { c.Set(c.Now().Add(d)) }
+
+type fakeTimer struct {
+	c  *fakeClock
+	at time.Time
+	ch chan time.Time
+}
+
+func (t *fakeTimer) C() <-chan time.Time { return t.ch }
+
+func (t *fakeTimer) Stop() bool {
+	t.c.mu.Lock()
+	defer t.c.mu.Unlock()
+	ok := t.c.timers[t]
+	delete(t.c.timers, t)
+	return ok
+}
+
+// resolver is a fake DNS: names to addresses.
+type resolver map[string][]string
+
+func (r resolver) LookupNetIP(_ context.Context, _, host string) ([]netip.Addr, error) {
+	addrs, ok := r[host]
+	if !ok {
+		return nil, fmt.Errorf("no such host %s", host)
+	}
+	var out []netip.Addr
+	for _, a := range addrs {
+		out = append(out, netip.MustParseAddr(a))
+	}
+	return out, nil
+}
+
+// portal is a fake jurisdiction portal answering one infraction, or a
+// status while down.
+type portal struct {
+	srv   *httptest.Server
+	mu    sync.Mutex
+	down  int // status to answer; 0 = healthy
+	hits  int
+	clock Clock
+	at    []time.Time // arrivals, by clock
+}
+
+func newPortal(t *testing.T) *portal {
+	p := &portal{}
+	p.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p.mu.Lock()
+		p.hits++
+		if p.clock != nil {
+			p.at = append(p.at, p.clock.Now())
+		}
+		down := p.down
+		p.mu.Unlock()
+		if down != 0 {
+			w.WriteHeader(down)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"resultado": {"actas": [{"nro": "Q-1", "estado": "IMPAGA"}]}}`)
+	}))
+	t.Cleanup(p.srv.Close)
+	return p
+}
+
+func (p *portal) setDown(status int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.down = status
+}
+
+// testEngine is a one-source fan-out over p.
+func testEngine(t *testing.T, p *portal, now func() time.Time, hook func(breaker.Event)) (*fanout.Engine, *breaker.Set) {
+	t.Helper()
+	tr := &http.Transport{}
+	t.Cleanup(tr.CloseIdleConnections)
+	src, err := sources.New(sources.Spec{
+		ID: "caba", Jurisdiction: "Ciudad de Buenos Aires", BaseURL: p.srv.URL,
+		Operations: map[aggregator.Operation]sources.OperationSpec{aggregator.ByDomain: {Method: http.MethodGet, Path: "/actas?dominio={domain}"}},
+		Items:      "/resultado/actas", Fields: map[string]string{"id": "/nro", "status": "/estado"},
+		StatusMap: map[string]string{"IMPAGA": "unpaid"}, Currency: "ARS",
+	}, &http.Client{Transport: tr}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	set := breaker.NewSet(breaker.NewMemoryStore(), breaker.Options{Now: now, OnTransition: hook})
+	set.Add(breaker.ID{Key: "caba", Operation: aggregator.ByDomain}, "caba", breaker.Settings{
+		Window: time.Minute, MinCalls: 1, FailureRatio: 0.5, OpenFor: 200 * time.Millisecond,
+		FailureStatuses: []int{500, 502, 503, 504}, ProbeLease: 2 * time.Second,
+	})
+	eng := fanout.New([]fanout.Member{{Source: src, BreakerKey: "caba", Timeout: time.Second}},
+		fanout.Options{Breakers: set, Problems: problem.Catalog{Base: "https://errors.test/problems/"}})
+	return eng, set
+}
+
+// hook is one request a receiver got.
+type hook struct {
+	at     time.Time
+	header http.Header
+	body   []byte
+	status int
+}
+
+// receiver is a webhook receiver answering status (200 when 0).
+type receiver struct {
+	srv   *httptest.Server
+	clock Clock
+	mu    sync.Mutex
+	code  int
+	got   []hook
+}
+
+func newReceiver(t *testing.T, clock Clock, code int) *receiver {
+	r := &receiver{clock: clock, code: code}
+	r.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		body, _ := io.ReadAll(req.Body)
+		r.mu.Lock()
+		code := r.code
+		if code == 0 {
+			code = http.StatusOK
+		}
+		r.got = append(r.got, hook{at: r.clock.Now(), header: req.Header.Clone(), body: body, status: code})
+		r.mu.Unlock()
+		w.WriteHeader(code)
+	}))
+	t.Cleanup(r.srv.Close)
+	return r
+}
+
+func (r *receiver) set(code int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.code = code
+}
+
+func (r *receiver) hooks() []hook {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]hook(nil), r.got...)
+}
+
+// eventually polls cond (real time) until it holds.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within 10s", what)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// deliveries reads the pending deliveries of a MemoryStore.
+func (s *MemoryStore) pending(t *testing.T) []Delivery {
+	t.Helper()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []Delivery
+	for _, b := range s.deliveries {
+		var d Delivery
+		if err := json.Unmarshal(b, &d); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, d)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
+}
+
+// testRedis connects to the test Redis (AGGREGATOR_TEST_REDIS, else
+// 127.0.0.1:6379) with a key prefix of the test's own, deleted at the end.
+// Without Redis the test is skipped, except in CI, where it fails.
+func testRedis(t *testing.T) (*redis.Client, string) {
+	t.Helper()
+	u := os.Getenv("AGGREGATOR_TEST_REDIS")
+	if u == "" {
+		u = "redis://127.0.0.1:6379/0"
+	}
+	o, err := redis.ParseURL(u)
+	if err != nil {
+		t.Fatalf("AGGREGATOR_TEST_REDIS: %v", err)
+	}
+	c := redis.NewClient(o)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if err := c.Ping(ctx).Err(); err != nil {
+		_ = c.Close()
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("no Redis at %s: %v", u, err)
+		}
+		t.Skipf("no Redis at %s (set AGGREGATOR_TEST_REDIS): %v", u, err)
+	}
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	prefix := "aggtest:async:" + hex.EncodeToString(b[:]) + ":"
+	t.Cleanup(func() {
+		ctx := context.Background()
+		iter := c.Scan(ctx, 0, prefix+"*", 1000).Iterator()
+		for iter.Next(ctx) {
+			c.Del(ctx, iter.Val())
+		}
+		_ = c.Close()
+	})
+	return c, prefix
+}

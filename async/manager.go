@@ -1,0 +1,526 @@
+package async
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/multas/aggregator"
+	"github.com/multas/aggregator/breaker"
+	"github.com/multas/aggregator/fanout"
+	"github.com/multas/aggregator/ratelimit"
+)
+
+// Options configure a Manager. Zero values are the documented defaults.
+type Options struct {
+	Engine   *fanout.Engine
+	Breakers *breaker.Set
+	// Limiter, when set, is asked whether a portal is paused before a
+	// retained call is released.
+	Limiter *ratelimit.Limiter
+	// Store keeps the work; a MemoryStore when nil.
+	Store  Store
+	Logger *slog.Logger
+	// Clock schedules the work; the wall clock when nil.
+	Clock Clock
+
+	// Budget bounds each run of a query's sources (query.deadline; 3 s).
+	Budget time.Duration
+	// MaxWait is async.max_wait: a query's default and largest max_wait
+	// (1 h).
+	MaxWait time.Duration
+	// ReleaseRPS is async.release_rps: the pace of released work per
+	// portal and per callback origin (5).
+	ReleaseRPS float64
+
+	// Secret is webhooks.signing_secret, "whsec_<base64 key>"; empty
+	// sends deliveries unsigned.
+	Secret string
+	// Timeout is webhooks.timeout: a delivery succeeds with a 2xx within
+	// it (10 s).
+	Timeout time.Duration
+	// MaxAttempts is webhooks.max_attempts (5).
+	MaxAttempts int
+	// Backoff is webhooks.backoff: the delay after the n-th failed
+	// attempt is min(Backoff · 2^(n-1), 60 s) (1 s).
+	Backoff time.Duration
+	// AllowPrivate lets callbacks target private, loopback and link-local
+	// addresses (webhooks.allow_private).
+	AllowPrivate bool
+	// BreakerFailures and BreakerOpenFor are webhooks.breaker (5, 10 s).
+	BreakerFailures int
+	BreakerOpenFor  time.Duration
+
+	// Resolver resolves callback hosts when a query is accepted;
+	// net.DefaultResolver when nil.
+	Resolver Resolver
+	// Transport carries deliveries; when nil, one whose dialer refuses
+	// private addresses unless AllowPrivate (it does not follow proxies
+	// from the environment, which would bypass that check).
+	Transport http.RoundTripper
+
+	// Poll is the longest pending work waits before it is looked at again
+	// (1 s): breakers recovered on another replica, or without an event
+	// seen here, are noticed within it.
+	Poll time.Duration
+	// Lease is how long claimed work stays hidden from other replicas:
+	// after it, work claimed by a replica that died is taken over. It must
+	// outlast the work on one item: by default twice the longer of Timeout
+	// and Budget, plus a second.
+	Lease time.Duration
+	// Keep is how long a finished query can still be read (24 h).
+	Keep time.Duration
+	// Workers bounds the queries and deliveries worked on at once (32).
+	Workers int
+
+	// OnDelivery hears of every delivery outcome: OutcomeDelivered,
+	// OutcomeFailed, OutcomeRetained or OutcomeDeadLettered.
+	OnDelivery func(outcome string)
+	// OnDLQ hears of the number of DLQ entries whenever it may change.
+	OnDLQ func(entries int)
+}
+
+func (o *Options) defaults() {
+	if o.Store == nil {
+		o.Store = NewMemoryStore()
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Clock == nil {
+		o.Clock = realClock{}
+	}
+	if o.Budget <= 0 {
+		o.Budget = 3 * time.Second
+	}
+	if o.MaxWait <= 0 {
+		o.MaxWait = time.Hour
+	}
+	if o.ReleaseRPS <= 0 {
+		o.ReleaseRPS = 5
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = 10 * time.Second
+	}
+	if o.MaxAttempts < 1 {
+		o.MaxAttempts = 5
+	}
+	if o.Backoff < 0 {
+		o.Backoff = 0
+	}
+	if o.Resolver == nil {
+		o.Resolver = net.DefaultResolver
+	}
+	if o.Poll <= 0 {
+		o.Poll = time.Second
+	}
+	if o.Lease <= 0 {
+		o.Lease = 2*max(o.Timeout, o.Budget) + time.Second
+	}
+	if o.Keep <= 0 {
+		o.Keep = 24 * time.Hour
+	}
+	if o.Workers <= 0 {
+		o.Workers = 32
+	}
+}
+
+// Manager accepts asynchronous queries, retains what they could not get
+// yet, and delivers them. Start runs it; Close stops every goroutine.
+type Manager struct {
+	opts    Options
+	store   Store
+	clock   Clock
+	guard   guard
+	key     []byte
+	client  *http.Client
+	ownedTr *http.Transport
+	origins *originBreakers
+	pace    *pacer
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	flip   bool // which kind of work the scheduler claims first
+	wake   chan struct{}
+	sem    chan struct{}
+	wg     sync.WaitGroup
+	start  sync.Once
+	stop   sync.Once
+
+	mu        sync.Mutex
+	recovered map[breaker.ID]time.Time
+	inflight  map[string]bool
+	errLogged time.Time // when a store error was last logged (wall clock)
+
+	dlqSeen time.Time // the scheduler's own: when it last read the DLQ size
+}
+
+// New returns a Manager; it does no work until Start.
+func New(opts Options) (*Manager, error) {
+	if opts.Engine == nil || opts.Breakers == nil {
+		return nil, errors.New("async: Options.Engine and Options.Breakers are required")
+	}
+	opts.defaults()
+	key, err := ParseSecret(opts.Secret)
+	if err != nil {
+		return nil, err
+	}
+	g := guard{resolver: opts.Resolver, allowPrivate: opts.AllowPrivate}
+	m := &Manager{
+		opts: opts, store: opts.Store, clock: opts.Clock, guard: g, key: key,
+		origins: newOriginBreakers(opts.BreakerFailures, opts.BreakerOpenFor, opts.Timeout+time.Second),
+		pace:    newPacer(opts.ReleaseRPS),
+		wake:    make(chan struct{}, 1),
+		sem:     make(chan struct{}, opts.Workers),
+
+		recovered: make(map[breaker.ID]time.Time),
+		inflight:  make(map[string]bool),
+	}
+	m.origins.recheck = opts.Poll
+	tr := opts.Transport
+	if tr == nil {
+		m.ownedTr = &http.Transport{
+			DialContext:           g.dialer().DialContext,
+			MaxIdleConns:          64,
+			MaxIdleConnsPerHost:   8,
+			IdleConnTimeout:       90 * time.Second,
+			TLSHandshakeTimeout:   10 * time.Second,
+			ResponseHeaderTimeout: opts.Timeout,
+			ForceAttemptHTTP2:     true,
+		}
+		tr = m.ownedTr
+	}
+	m.client = &http.Client{
+		Transport: tr,
+		// A redirect is not a delivery, and following one could lead the
+		// delivery anywhere.
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+	m.ctx, m.cancel = context.WithCancel(context.Background())
+	return m, nil
+}
+
+// Start runs the manager's scheduler until Close.
+func (m *Manager) Start() {
+	m.start.Do(func() {
+		if _, ok := m.store.(*MemoryStore); ok {
+			m.opts.Logger.Warn("asynchronous queries are kept in memory: accepted queries and pending webhook deliveries do not survive a restart (set store.redis_url to make them durable)")
+		}
+		m.wg.Add(1)
+		go m.run()
+	})
+}
+
+// Close stops the scheduler and every worker, and waits for them. Work in
+// flight is left to be taken up again (by this store's next user), never
+// lost.
+func (m *Manager) Close() error {
+	m.stop.Do(func() {
+		m.cancel()
+		m.wg.Wait()
+		if m.ownedTr != nil {
+			m.ownedTr.CloseIdleConnections()
+		}
+	})
+	return nil
+}
+
+// MaxWait is the largest max_wait a query may ask for.
+func (m *Manager) MaxWait() time.Duration { return m.opts.MaxWait }
+
+// CheckCallback validates a callback URL (SPEC 3.4): the reason it is
+// refused, or "" when it is acceptable.
+func (m *Manager) CheckCallback(ctx context.Context, raw string) string {
+	return m.guard.check(ctx, raw)
+}
+
+// OnTransition hears of every breaker transition: a breaker that closes
+// again releases the calls retained for it at once, whatever backoff they
+// were waiting out. (A breaker turning half-open needs no event: calls
+// skipped because it was open wait exactly until then, and the first is
+// its probe.)
+func (m *Manager) OnTransition(e breaker.Event) {
+	switch e.To {
+	case breaker.Open, breaker.ForcedOpen:
+		// The slots reserved for its sources are moot until it recovers.
+		for _, mem := range m.opts.Engine.Members() {
+			if mem.BreakerKey == e.BreakerKey {
+				m.pace.reset("source\x00" + mem.Source.Spec().ID)
+			}
+		}
+		return
+	case breaker.Closed:
+	default:
+		return
+	}
+	m.mu.Lock()
+	m.recovered[breaker.ID{Key: e.BreakerKey, Operation: e.Operation}] = m.clock.Now()
+	m.mu.Unlock()
+	m.poke()
+}
+
+// recoveredSince reports whether breaker id let calls through again after t.
+func (m *Manager) recoveredSince(id breaker.ID, t time.Time) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	at, ok := m.recovered[id]
+	return ok && at.After(t)
+}
+
+// poke wakes the scheduler.
+func (m *Manager) poke() {
+	select {
+	case m.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Request is a validated asynchronous query.
+type Request struct {
+	Query aggregator.Query
+	// Sources are the members that answer it (fanout.Engine.Select).
+	Sources     []fanout.Member
+	CallbackURL string
+	// MaxWait is the query's max_wait; 0 means Options.MaxWait.
+	MaxWait time.Duration
+}
+
+// Submit accepts a query, runs it at once, and returns it as it stands:
+// completed already, or pending with the result so far.
+func (m *Manager) Submit(ctx context.Context, r Request) (View, error) {
+	ctx = context.WithoutCancel(ctx)
+	now := m.clock.Now()
+	wait := r.MaxWait
+	if wait <= 0 || wait > m.opts.MaxWait {
+		wait = m.opts.MaxWait
+	}
+	q := &Query{
+		ID: newID("q_"), Status: Pending, Domain: r.Query.Domain, PersonID: r.Query.ID, IDKind: r.Query.IDKind,
+		CallbackURL: r.CallbackURL, CreatedAt: now, ExpiresAt: now.Add(wait),
+	}
+	op := r.Query.Operation()
+	for _, mem := range r.Sources {
+		spec := mem.Source.Spec()
+		q.Parts = append(q.Parts, Part{Entry: aggregator.SourceResult{
+			Source: spec.ID, Jurisdiction: spec.Jurisdiction, Operation: op, Status: aggregator.EntrySkipped,
+		}})
+	}
+	// Leased to this call while it runs the sources: a replica that dies
+	// meanwhile leaves the query to another.
+	if err := m.store.CreateQuery(ctx, q, now.Add(m.opts.Lease)); err != nil {
+		return View{}, err
+	}
+	m.mark(q.ID, true)
+	defer m.mark(q.ID, false)
+	res := m.opts.Engine.Query(ctx, r.Query, r.Sources, m.opts.Budget)
+	idx := make([]int, len(q.Parts))
+	for i := range idx {
+		idx[i] = i
+	}
+	m.apply(ctx, q, idx, res, now, false)
+	if err := m.settle(ctx, q, m.clock.Now()); err != nil {
+		return View{}, err
+	}
+	return q.View(), nil
+}
+
+// Get returns query id as the API shows it.
+func (m *Manager) Get(ctx context.Context, id string) (View, error) {
+	if !validID(id, "q_") {
+		return View{}, ErrNotFound
+	}
+	q, err := m.store.Query(ctx, id)
+	if err != nil {
+		return View{}, err
+	}
+	return q.View(), nil
+}
+
+// DLQ lists the dead letter queue.
+func (m *Manager) DLQ(ctx context.Context) ([]DLQEntry, error) {
+	entries, err := m.store.DLQ(ctx)
+	if err == nil && m.opts.OnDLQ != nil {
+		m.opts.OnDLQ(len(entries))
+	}
+	return entries, err
+}
+
+// Redeliver takes DLQ entry id out of the queue as a fresh delivery of the
+// same message (same webhook-id), its attempts starting over.
+func (m *Manager) Redeliver(ctx context.Context, id string) error {
+	if !validID(id, "dlv_") {
+		return ErrNotFound
+	}
+	now := m.clock.Now()
+	err := m.store.Redeliver(ctx, id, func(e DLQEntry) *Delivery {
+		msg := e.MessageID
+		if msg == "" {
+			msg = "msg_" + e.QueryID
+		}
+		return &Delivery{ID: newID("dlv_"), MessageID: msg, QueryID: e.QueryID, CallbackURL: e.CallbackURL,
+			Payload: e.Payload, CreatedAt: now, Due: now}
+	})
+	if err != nil {
+		return err
+	}
+	m.opts.Logger.Info("dead letter redelivered", "dlq_id", id)
+	m.reportDLQ(ctx)
+	m.poke()
+	return nil
+}
+
+// DeleteDLQ drops DLQ entry id.
+func (m *Manager) DeleteDLQ(ctx context.Context, id string) error {
+	if !validID(id, "dlv_") {
+		return ErrNotFound
+	}
+	if err := m.store.DeleteDLQ(ctx, id); err != nil {
+		return err
+	}
+	m.opts.Logger.Info("dead letter deleted", "dlq_id", id)
+	m.reportDLQ(ctx)
+	return nil
+}
+
+func (m *Manager) reportDLQ(ctx context.Context) {
+	if m.opts.OnDLQ == nil {
+		return
+	}
+	if n, err := m.store.DLQLen(ctx); err == nil {
+		m.opts.OnDLQ(n)
+	}
+}
+
+func (m *Manager) delivered(outcome string) {
+	if m.opts.OnDelivery != nil {
+		m.opts.OnDelivery(outcome)
+	}
+}
+
+// mark records that id is (or no longer is) being worked on here.
+func (m *Manager) mark(id string, on bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if on {
+		m.inflight[id] = true
+	} else {
+		delete(m.inflight, id)
+	}
+}
+
+func (m *Manager) busy(id string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.inflight[id]
+}
+
+// run is the scheduler: it claims the work that is due, hands it to
+// workers, and sleeps until the next due time, a poke, or Poll.
+func (m *Manager) run() {
+	defer m.wg.Done()
+	for {
+		wait := m.scan()
+		t := m.clock.NewTimer(wait)
+		select {
+		case <-m.ctx.Done():
+			t.Stop()
+			return
+		case <-m.wake:
+		case <-t.C():
+		}
+		t.Stop()
+	}
+}
+
+// scan claims due work for the free workers and returns how long to wait.
+func (m *Manager) scan() time.Duration {
+	ctx := m.ctx
+	now := m.clock.Now()
+	claimQueries := func() {
+		if free := cap(m.sem) - len(m.sem); free > 0 {
+			ids, err := m.store.ClaimQueries(ctx, now, m.opts.Lease, free)
+			m.storeError("claiming queries", err)
+			for _, id := range ids {
+				m.spawn(id, func() { m.retain(id) })
+			}
+		}
+	}
+	claimDeliveries := func() {
+		if free := cap(m.sem) - len(m.sem); free > 0 {
+			ds, err := m.store.ClaimDeliveries(ctx, now, m.opts.Lease, free)
+			m.storeError("claiming deliveries", err)
+			for _, d := range ds {
+				m.spawn(d.ID, func() { m.deliver(d) })
+			}
+		}
+	}
+	// Each kind of work goes first in turn, so neither starves the other
+	// when the workers are all busy.
+	m.flip = !m.flip
+	if m.flip {
+		claimQueries()
+		claimDeliveries()
+	} else {
+		claimDeliveries()
+		claimQueries()
+	}
+	if now.Sub(m.dlqSeen) >= 10*m.opts.Poll {
+		m.dlqSeen = now
+		m.reportDLQ(ctx)
+		m.pace.prune(now)
+	}
+	if len(m.sem) == cap(m.sem) {
+		return m.opts.Poll // a finishing worker pokes
+	}
+	wait := m.opts.Poll
+	next, ok, err := m.store.NextDue(ctx)
+	m.storeError("reading the schedule", err)
+	if ok {
+		wait = min(wait, max(next.Sub(m.clock.Now()), 0))
+	}
+	return wait
+}
+
+// spawn runs f on a worker, unless id is already being worked on here.
+func (m *Manager) spawn(id string, f func()) {
+	if m.busy(id) {
+		return
+	}
+	m.mark(id, true)
+	m.sem <- struct{}{}
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		defer func() {
+			m.mark(id, false)
+			<-m.sem
+			m.poke()
+		}()
+		f()
+	}()
+}
+
+// storeError logs a store error, at most once in storeErrorEvery: an
+// unreachable store fails every scan, and one line says it.
+func (m *Manager) storeError(what string, err error) {
+	if err == nil || errors.Is(err, context.Canceled) {
+		return
+	}
+	now := time.Now()
+	m.mu.Lock()
+	quiet := now.Sub(m.errLogged) < storeErrorEvery
+	if !quiet {
+		m.errLogged = now
+	}
+	m.mu.Unlock()
+	if !quiet {
+		m.opts.Logger.Warn("async store error: work waits until the store answers", "op", what, "err", err.Error())
+	}
+}
+
+// storeErrorEvery bounds how often store errors are logged.
+const storeErrorEvery = 30 * time.Second

@@ -1,0 +1,322 @@
+package async
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"slices"
+	"sync"
+	"time"
+)
+
+// Store keeps the asynchronous work: queries, pending deliveries and the
+// dead letter queue. Work is scheduled by due time and claimed with a
+// lease: claimed work is hidden from other claims until the lease ends, so
+// work claimed by a replica that died is claimed again by another.
+type Store interface {
+	// CreateQuery stores a new pending query, due for retention at due.
+	CreateQuery(ctx context.Context, q *Query, due time.Time) error
+	// Query returns a query; ErrNotFound when unknown or purged.
+	Query(ctx context.Context, id string) (*Query, error)
+	// SaveQuery updates a pending query and when it is next due. It
+	// reports false, and changes nothing, when the query is no longer
+	// pending.
+	SaveQuery(ctx context.Context, q *Query, due time.Time) (bool, error)
+	// FinishQuery records a completed or expired query, kept for keep,
+	// takes it off the schedule and stores its delivery d, due at d.Due,
+	// all at once. It reports false, and changes nothing, when the query
+	// is no longer pending.
+	FinishQuery(ctx context.Context, q *Query, d *Delivery, keep time.Duration) (bool, error)
+	// ClaimQueries returns the ids of up to max pending queries due at
+	// now, leased until now+lease.
+	ClaimQueries(ctx context.Context, now time.Time, lease time.Duration, max int) ([]string, error)
+	// ClaimDeliveries returns up to max deliveries due at now, leased
+	// until now+lease.
+	ClaimDeliveries(ctx context.Context, now time.Time, lease time.Duration, max int) ([]*Delivery, error)
+	// SaveDelivery stores d, due at d.Due.
+	SaveDelivery(ctx context.Context, d *Delivery) error
+	// DeleteDelivery forgets a delivered delivery.
+	DeleteDelivery(ctx context.Context, id string) error
+	// DeadLetter replaces delivery d by the DLQ entry e, at once.
+	DeadLetter(ctx context.Context, d *Delivery, e DLQEntry) error
+	// DLQ lists the dead letter queue, oldest failure first.
+	DLQ(ctx context.Context) ([]DLQEntry, error)
+	// DLQLen is the number of entries in the dead letter queue.
+	DLQLen(ctx context.Context) (int, error)
+	// Redeliver replaces DLQ entry id by the delivery fresh makes of it, at
+	// once; ErrNotFound when there is no such entry.
+	Redeliver(ctx context.Context, id string, fresh func(DLQEntry) *Delivery) error
+	// DeleteDLQ drops DLQ entry id; ErrNotFound when there is none.
+	DeleteDLQ(ctx context.Context, id string) error
+	// NextDue is the earliest due time of any query or delivery; ok is
+	// false when nothing is scheduled.
+	NextDue(ctx context.Context) (at time.Time, ok bool, err error)
+}
+
+// MemoryStore keeps the work in this process: nothing survives a restart.
+// Values are kept encoded, as a shared store would, so that no caller
+// shares memory with another.
+type MemoryStore struct {
+	mu         sync.Mutex
+	queries    map[string]memQuery
+	queryDue   map[string]time.Time
+	deliveries map[string][]byte
+	deliverDue map[string]time.Time
+	dlq        map[string]dlqRecord
+}
+
+type memQuery struct {
+	doc     []byte
+	pending bool
+	// purge is when a finished query is forgotten.
+	purge time.Time
+}
+
+// dlqRecord is a DLQ entry as stored, with the webhook-id it keeps.
+type dlqRecord struct {
+	Entry     DLQEntry `json:"entry"`
+	MessageID string   `json:"message_id"`
+}
+
+var _ Store = (*MemoryStore)(nil)
+
+// NewMemoryStore returns an empty in-process store.
+func NewMemoryStore() *MemoryStore {
+	return &MemoryStore{
+		queries: make(map[string]memQuery), queryDue: make(map[string]time.Time),
+		deliveries: make(map[string][]byte), deliverDue: make(map[string]time.Time),
+		dlq: make(map[string]dlqRecord),
+	}
+}
+
+// CreateQuery implements Store.
+func (s *MemoryStore) CreateQuery(_ context.Context, q *Query, due time.Time) error {
+	doc, err := json.Marshal(q)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.queries[q.ID] = memQuery{doc: doc, pending: true}
+	s.queryDue[q.ID] = due
+	return nil
+}
+
+// Query implements Store.
+func (s *MemoryStore) Query(_ context.Context, id string) (*Query, error) {
+	s.mu.Lock()
+	m, ok := s.queries[id]
+	if ok && !m.pending && !time.Now().Before(m.purge) {
+		delete(s.queries, id)
+		ok = false
+	}
+	s.mu.Unlock()
+	if !ok {
+		return nil, ErrNotFound
+	}
+	var q Query
+	if err := json.Unmarshal(m.doc, &q); err != nil {
+		return nil, err
+	}
+	return &q, nil
+}
+
+// SaveQuery implements Store.
+func (s *MemoryStore) SaveQuery(_ context.Context, q *Query, due time.Time) (bool, error) {
+	doc, err := json.Marshal(q)
+	if err != nil {
+		return false, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if m, ok := s.queries[q.ID]; !ok || !m.pending {
+		return false, nil
+	}
+	s.queries[q.ID] = memQuery{doc: doc, pending: true}
+	s.queryDue[q.ID] = due
+	return true, nil
+}
+
+// FinishQuery implements Store.
+func (s *MemoryStore) FinishQuery(_ context.Context, q *Query, d *Delivery, keep time.Duration) (bool, error) {
+	doc, err := json.Marshal(q)
+	if err != nil {
+		return false, err
+	}
+	dd, err := json.Marshal(d)
+	if err != nil {
+		return false, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if m, ok := s.queries[q.ID]; !ok || !m.pending {
+		return false, nil
+	}
+	// Purging runs on the wall clock: it is housekeeping, not behaviour.
+	s.queries[q.ID] = memQuery{doc: doc, purge: time.Now().Add(keep)}
+	delete(s.queryDue, q.ID)
+	s.deliveries[d.ID] = dd
+	s.deliverDue[d.ID] = d.Due
+	s.purgeLocked()
+	return true, nil
+}
+
+func (s *MemoryStore) purgeLocked() {
+	now := time.Now()
+	for id, m := range s.queries {
+		if !m.pending && !now.Before(m.purge) {
+			delete(s.queries, id)
+		}
+	}
+}
+
+// claim leases up to max ids of due that are due at now, earliest first.
+func claim(due map[string]time.Time, now time.Time, lease time.Duration, max int) []string {
+	var ids []string
+	for id, at := range due {
+		if !at.After(now) {
+			ids = append(ids, id)
+		}
+	}
+	slices.SortFunc(ids, func(a, b string) int { return due[a].Compare(due[b]) })
+	if len(ids) > max {
+		ids = ids[:max]
+	}
+	for _, id := range ids {
+		due[id] = now.Add(lease)
+	}
+	return ids
+}
+
+// ClaimQueries implements Store.
+func (s *MemoryStore) ClaimQueries(_ context.Context, now time.Time, lease time.Duration, max int) ([]string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return claim(s.queryDue, now, lease, max), nil
+}
+
+// ClaimDeliveries implements Store.
+func (s *MemoryStore) ClaimDeliveries(_ context.Context, now time.Time, lease time.Duration, max int) ([]*Delivery, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []*Delivery
+	for _, id := range claim(s.deliverDue, now, lease, max) {
+		var d Delivery
+		if err := json.Unmarshal(s.deliveries[id], &d); err != nil {
+			delete(s.deliverDue, id)
+			continue
+		}
+		out = append(out, &d)
+	}
+	return out, nil
+}
+
+// SaveDelivery implements Store.
+func (s *MemoryStore) SaveDelivery(_ context.Context, d *Delivery) error {
+	dd, err := json.Marshal(d)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.deliveries[d.ID] = dd
+	s.deliverDue[d.ID] = d.Due
+	return nil
+}
+
+// DeleteDelivery implements Store.
+func (s *MemoryStore) DeleteDelivery(_ context.Context, id string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.deliveries, id)
+	delete(s.deliverDue, id)
+	return nil
+}
+
+// DeadLetter implements Store.
+func (s *MemoryStore) DeadLetter(_ context.Context, d *Delivery, e DLQEntry) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.deliveries, d.ID)
+	delete(s.deliverDue, d.ID)
+	s.dlq[e.ID] = dlqRecord{Entry: e, MessageID: e.MessageID}
+	return nil
+}
+
+// DLQ implements Store.
+func (s *MemoryStore) DLQ(_ context.Context) ([]DLQEntry, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]DLQEntry, 0, len(s.dlq))
+	for _, r := range s.dlq {
+		e := r.Entry
+		e.MessageID = r.MessageID
+		out = append(out, e)
+	}
+	sortDLQ(out)
+	return out, nil
+}
+
+func sortDLQ(entries []DLQEntry) {
+	slices.SortFunc(entries, func(a, b DLQEntry) int {
+		if c := a.FailedAt.Compare(b.FailedAt); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.ID, b.ID)
+	})
+}
+
+// DLQLen implements Store.
+func (s *MemoryStore) DLQLen(_ context.Context) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.dlq), nil
+}
+
+// Redeliver implements Store.
+func (s *MemoryStore) Redeliver(_ context.Context, id string, fresh func(DLQEntry) *Delivery) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, ok := s.dlq[id]
+	if !ok {
+		return ErrNotFound
+	}
+	e := r.Entry
+	e.MessageID = r.MessageID
+	d := fresh(e)
+	dd, err := json.Marshal(d)
+	if err != nil {
+		return err
+	}
+	delete(s.dlq, id)
+	s.deliveries[d.ID] = dd
+	s.deliverDue[d.ID] = d.Due
+	return nil
+}
+
+// DeleteDLQ implements Store.
+func (s *MemoryStore) DeleteDLQ(_ context.Context, id string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.dlq[id]; !ok {
+		return ErrNotFound
+	}
+	delete(s.dlq, id)
+	return nil
+}
+
+// NextDue implements Store.
+func (s *MemoryStore) NextDue(_ context.Context) (time.Time, bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var next time.Time
+	ok := false
+	for _, m := range []map[string]time.Time{s.queryDue, s.deliverDue} {
+		for _, at := range m {
+			if !ok || at.Before(next) {
+				next, ok = at, true
+			}
+		}
+	}
+	return next, ok, nil
+}
