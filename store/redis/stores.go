@@ -33,9 +33,16 @@ import (
 )
 
 // Defaults of Options.
+//
+// DefaultTimeout is short next to a portal call, yet long enough that a
+// busy replica's own scheduling delay (a burst of queries on few CPUs) is
+// not taken for a slow Redis: each timeout puts the replica on local state
+// for a HealthInterval at least, without the fleet-wide guarantees. A
+// Redis that is really gone costs it once per outage: a degraded store
+// stops calling Redis until the health check finds it again.
 const (
 	DefaultPrefix         = "aggregator:"
-	DefaultTimeout        = 50 * time.Millisecond
+	DefaultTimeout        = 250 * time.Millisecond
 	DefaultHealthInterval = time.Second
 )
 
