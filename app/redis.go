@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -13,11 +12,6 @@ import (
 	"github.com/multas/aggregator/server"
 	redisstore "github.com/multas/aggregator/store/redis"
 )
-
-// redisTimeout bounds every Redis call of a query's path: short against a
-// query's budget of seconds, long enough not to declare Redis degraded on a
-// busy machine's scheduling hiccup.
-const redisTimeout = 200 * time.Millisecond
 
 // shared connects the replica to Redis when store.redis_url is set: breaker
 // state, rate-limit state and events are then shared by every replica,
@@ -32,7 +26,7 @@ func (a *App) shared(cfg *config.Config, opts *Options) error {
 	}
 	stores := redisstore.New(client, redisstore.Options{
 		Prefix:  cfg.Store.KeyPrefix,
-		Timeout: redisTimeout,
+		Timeout: redisstore.DefaultTimeout,
 		Logger:  opts.Logger,
 		// The hooks run on the stores' goroutines, possibly before New
 		// has finished: they reach the replica through atomic pointers.
@@ -66,7 +60,7 @@ func (a *App) redis(cfg *config.Config) (redis.UniversalClient, error) {
 	if a.redisClient != nil {
 		return a.redisClient, nil
 	}
-	ro, err := redisstore.ClientOptions(cfg.Store.RedisURL, redisTimeout)
+	ro, err := redisstore.ClientOptions(cfg.Store.RedisURL, redisstore.DefaultTimeout)
 	if err != nil {
 		return nil, fmt.Errorf("store.redis_url: %w", err)
 	}
