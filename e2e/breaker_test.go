@@ -181,9 +181,13 @@ func TestSourceTimeoutCounts(t *testing.T) {
 	if b := e.breaker("p", "by_domain"); b.State != "open" {
 		t.Errorf("after 4 timeouts: breaker %s, want open", b.State)
 	}
+	before := p.calls()
 	checkEntry(t, e.byDomain(plateN(4)).entry(t, "p"), "skipped", "circuit-open")
-	if got := p.calls(); got != 4 {
-		t.Errorf("portal received %d calls, want 4", got)
+	// A call may time out before the portal's handler sees it (a loaded
+	// machine can take 100ms to connect), so the count is at most 4; what
+	// matters is that the skipped query made none.
+	if got := p.calls(); got > 4 || got != before {
+		t.Errorf("portal received %d calls (%d before the skipped query), want at most 4 and none after the trip", got, before)
 	}
 }
 
