@@ -140,7 +140,7 @@ type Manager struct {
 	client  *http.Client
 	ownedTr *http.Transport
 	origins *originBreakers
-	pace    *pacer
+	pace    pace
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -151,10 +151,11 @@ type Manager struct {
 	start  sync.Once
 	stop   sync.Once
 
-	mu        sync.Mutex
-	recovered map[breaker.ID]time.Time
-	inflight  map[string]bool
-	errLogged time.Time // when a store error was last logged (wall clock)
+	mu         sync.Mutex
+	recovered  map[breaker.ID]time.Time
+	inflight   map[string]bool
+	errLogged  time.Time // when a store error was last logged (wall clock)
+	paceLogged time.Time // when a shared pace error was last logged (wall clock)
 
 	dlqSeen time.Time // the scheduler's own: when it last read the DLQ size
 }
@@ -173,7 +174,6 @@ func New(opts Options) (*Manager, error) {
 	m := &Manager{
 		opts: opts, store: opts.Store, clock: opts.Clock, guard: g, key: key,
 		origins: newOriginBreakers(opts.BreakerFailures, opts.BreakerOpenFor, opts.Timeout+time.Second),
-		pace:    newPacer(opts.ReleaseRPS),
 		wake:    make(chan struct{}, 1),
 		sem:     make(chan struct{}, opts.Workers),
 
@@ -181,6 +181,13 @@ func New(opts Options) (*Manager, error) {
 		inflight:  make(map[string]bool),
 	}
 	m.origins.recheck = opts.Poll
+	m.pace = newPacer(opts.ReleaseRPS)
+	if rs, ok := opts.Store.(*RedisStore); ok {
+		// The work is shared by the fleet, and so is its release pace.
+		rp := newRedisPace(rs.c, rs.prefix, opts.ReleaseRPS)
+		rp.onError = m.paceError
+		m.pace = rp
+	}
 	tr := opts.Transport
 	if tr == nil {
 		m.ownedTr = &http.Transport{
@@ -519,6 +526,21 @@ func (m *Manager) storeError(what string, err error) {
 	m.mu.Unlock()
 	if !quiet {
 		m.opts.Logger.Warn("async store error: work waits until the store answers", "op", what, "err", err.Error())
+	}
+}
+
+// paceError logs, now and then, that the shared release pace failed: the
+// work is paced by this replica alone meanwhile.
+func (m *Manager) paceError(err error) {
+	now := time.Now()
+	m.mu.Lock()
+	quiet := now.Sub(m.paceLogged) < storeErrorEvery
+	if !quiet {
+		m.paceLogged = now
+	}
+	m.mu.Unlock()
+	if !quiet {
+		m.opts.Logger.Warn("async release pace: Redis error, released work paced by this replica meanwhile", "err", err.Error())
 	}
 }
 

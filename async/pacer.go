@@ -5,6 +5,24 @@ import (
 	"time"
 )
 
+// pace spaces released work per key (a source or a callback origin): the
+// local pacer on its own replica, the Redis one (redisPace) across the fleet.
+type pace interface {
+	// admit decides whether a call of key may go at now. It returns 0 when
+	// it may (the call is recorded as gone and *slot cleared), else how
+	// long to wait, with the reserved slot in *slot.
+	admit(key string, slot *time.Time, now time.Time) time.Duration
+	// reset forgets the slots reserved for key (its breaker opened).
+	reset(key string)
+	// prune forgets what this replica keeps of keys idle for a while.
+	prune(now time.Time)
+}
+
+var (
+	_ pace = (*pacer)(nil)
+	_ pace = (*redisPace)(nil)
+)
+
 // pacer releases retained work at no more than one call per interval per
 // key (a source or a callback origin): a token bucket of size one, so that
 // a recovering portal or receiver never gets its backlog as a burst.
@@ -15,7 +33,7 @@ import (
 // spacing: a call always goes at least one interval after the previous one.
 //
 // The pacer is per replica: with several replicas sharing a store, each
-// releases at the rate.
+// would release at the rate, so they share a redisPace instead.
 type pacer struct {
 	interval time.Duration
 

@@ -17,6 +17,7 @@ import (
 //	d:{did}    a pending delivery (JSON)
 //	d:due      sorted set of delivery ids by due time (ms)
 //	dlq        hash: entry id → DLQ entry (JSON)
+//	pace:{h}   the release pace of a source or origin (hashed; redisPace)
 //
 // Keys hold only generated ids: a plate or a person id appears in values
 // only (the query must be stored to be tried again).
