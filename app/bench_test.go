@@ -3,10 +3,12 @@ package app_test
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -120,9 +122,40 @@ func BenchmarkOverhead(b *testing.B) {
 				resp.Body.Close()
 				over = append(over, time.Since(start)-delay)
 			}
-			slices.Sort(over)
-			b.ReportMetric(float64(over[len(over)/2].Microseconds()), "p50-overhead-us")
-			b.ReportMetric(float64(over[len(over)*99/100].Microseconds()), "p99-overhead-us")
+			reportOverhead(b, over)
+		})
+		// The same portals asked by the simplest fan-out (goroutines and
+		// net/http, nothing read): what the machine itself costs.
+		b.Run(fmt.Sprintf("naive/sources=%d", n), func(b *testing.B) {
+			a := benchAppDelayed(b, n, delay)
+			client := &http.Client{Transport: app.NewTransport()}
+			urls := make([]string, 0, n)
+			for _, sc := range a.Config.Sources {
+				urls = append(urls, sc.BaseURL+"/q?d=AB123CD")
+			}
+			var over []time.Duration
+			for b.Loop() {
+				start := time.Now()
+				var wg sync.WaitGroup
+				for _, u := range urls {
+					wg.Go(func() {
+						resp, err := client.Get(u)
+						if err == nil {
+							_, _ = io.Copy(io.Discard, resp.Body)
+							resp.Body.Close()
+						}
+					})
+				}
+				wg.Wait()
+				over = append(over, time.Since(start)-delay)
+			}
+			reportOverhead(b, over)
 		})
 	}
+}
+
+func reportOverhead(b *testing.B, over []time.Duration) {
+	slices.Sort(over)
+	b.ReportMetric(float64(over[len(over)/2].Microseconds()), "p50-overhead-us")
+	b.ReportMetric(float64(over[len(over)*99/100].Microseconds()), "p99-overhead-us")
 }
