@@ -99,7 +99,10 @@ func New(cfg *config.Config, opts Options) (*App, error) {
 		opts.LimitStore = ratelimit.NewMemoryStore()
 	}
 	if opts.Transport == nil {
-		opts.Transport = NewTransport()
+		tr := NewTransport()
+		opts.Transport = tr
+		// Its pooled connections (two goroutines each) end with the App.
+		a.closers = append(a.closers, func() error { tr.CloseIdleConnections(); return nil })
 	}
 	var m *metrics.Metrics
 	a.Breakers = breaker.NewSet(opts.BreakerStore, breaker.Options{

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 	"time"
 
@@ -72,6 +73,10 @@ func (m *MemoryStore) entry(id ID, s Settings, now time.Time) *memEntry {
 	return e
 }
 
+// maxWindow is the longest window counted: window + window/10 fits in a
+// time.Duration.
+const maxWindow = time.Duration(math.MaxInt64 / 11 * 10)
+
 // newCounter replaces the closed-state counter: counts start again.
 func (e *memEntry) newCounter() {
 	s := e.settings
@@ -79,6 +84,11 @@ func (e *memEntry) newCounter() {
 	if window <= 0 {
 		window = time.Minute
 	}
+	// gobreaker rounds the window up to a multiple of the bucket period in
+	// int64 nanoseconds: past ~266 years that overflows into a counter
+	// without buckets, which panics at the first call. No window so long
+	// behaves any differently from this one.
+	window = min(window, maxWindow)
 	e.cb = gobreaker.NewTwoStepCircuitBreaker[struct{}](gobreaker.Settings{
 		Interval:     window,
 		BucketPeriod: window / 10,

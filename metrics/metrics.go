@@ -109,10 +109,22 @@ func (m *Metrics) Handler() http.Handler {
 }
 
 // HTTPRequest records one request served. route is the route pattern
-// (never the URL: paths and queries carry plates and ids).
+// (never the URL: paths and queries carry plates and ids). A method other
+// than the eight of RFC 9110 and PATCH is counted as "other": a client may
+// send any token as a method, and each would be a new series.
 func (m *Metrics) HTTPRequest(route, method string, code int, d time.Duration) {
-	m.httpReqs.WithLabelValues(route, method, strconv.Itoa(code)).Inc()
+	m.httpReqs.WithLabelValues(route, methodLabel(method), strconv.Itoa(code)).Inc()
 	m.httpSecs.WithLabelValues(route).Observe(d.Seconds())
+}
+
+// methodLabel bounds the method label to the standard methods.
+func methodLabel(method string) string {
+	switch method {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
+		http.MethodDelete, http.MethodConnect, http.MethodOptions, http.MethodTrace:
+		return method
+	}
+	return "other"
 }
 
 // SourceCall implements fanout.Observer.

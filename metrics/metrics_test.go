@@ -86,6 +86,7 @@ defaults:
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { _ = a.Close() })
 	srv := httptest.NewServer(a.Server)
 	t.Cleanup(srv.Close)
 	return &replica{app: a, sim: sim, url: srv.URL}

@@ -174,6 +174,7 @@ defaults:
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { _ = a.Close() })
 	srv := httptest.NewServer(a.Server)
 	t.Cleanup(srv.Close)
 	return &dashboardEnv{url: srv.URL, sim: sim}

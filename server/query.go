@@ -1,6 +1,8 @@
 package server
 
 import (
+	"context"
+	"errors"
 	"io"
 	"net/http"
 	"strings"
@@ -179,5 +181,19 @@ func (s *Server) voucher(c *gin.Context) {
 	}
 	c.Header("Content-Type", ct)
 	c.Status(http.StatusOK)
-	_, _ = io.Copy(c.Writer, v.Body)
+	if n, err := io.Copy(c.Writer, v.Body); err != nil {
+		if n == 0 && !c.Writer.Written() {
+			// Nothing is out yet: answer as for a call that failed.
+			slug := problem.SourceUnavailable
+			if errors.Is(err, context.DeadlineExceeded) {
+				slug = problem.SourceTimeout
+			}
+			s.failSlug(c, slug, "The portal broke off its voucher.")
+			return
+		}
+		// The status is out: abort the response (as httputil.ReverseProxy
+		// does), so that the client sees a broken transfer, never a
+		// partial voucher that looks whole.
+		panic(http.ErrAbortHandler)
+	}
 }

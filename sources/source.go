@@ -338,7 +338,13 @@ func (s *Source) Lookup(ctx context.Context, q aggregator.Query) (Answer, error)
 	pause := s.pause(resp)
 	switch code := resp.StatusCode; {
 	case code == http.StatusNotFound, code == http.StatusNoContent:
-		drain(resp.Body)
+		// No infractions here, once the answer is in: one that the call's
+		// own timeout cut short is a timeout, as for any other status.
+		if err := drain(resp.Body); err != nil && ctx.Err() != nil {
+			e := transportError(ctx, err)
+			e.Pause = pause
+			return Answer{}, e
+		}
 		return Answer{Pause: pause}, nil
 	case code >= 200 && code < 300:
 		infractions, err := s.read(ctx, resp, pause)
@@ -502,8 +508,12 @@ func (s *Source) pause(resp *http.Response) time.Duration {
 }
 
 // drain reads what remains of a small body so the connection is reused.
-func drain(body io.Reader) {
-	_, _ = io.CopyN(io.Discard, body, drainLimit)
+// It returns the read error, if any, other than EOF.
+func drain(body io.Reader) error {
+	if _, err := io.CopyN(io.Discard, body, drainLimit); err != io.EOF {
+		return err
+	}
+	return nil
 }
 
 // opIndex is the index of a valid operation in Source.ops.

@@ -364,8 +364,12 @@ func event(f []string, id breaker.ID, loc *time.Location) (breaker.Event, bool) 
 	if !validState(from) || !validState(to) {
 		return breaker.Event{}, false
 	}
+	at := time.UnixMicro(parseInt(f[0])).In(loc)
+	if y := at.Year(); y < 0 || y > 9999 {
+		return breaker.Event{}, false // not a time the admin API can write (RFC 3339)
+	}
 	e := breaker.Event{
-		Time: time.UnixMicro(parseInt(f[0])).In(loc), BreakerKey: id.Key, Operation: id.Operation,
+		Time: at, BreakerKey: id.Key, Operation: id.Operation,
 		From: from, To: to, Reason: f[3],
 	}
 	calls, failures := int(parseInt(f[4])), int(parseInt(f[5]))

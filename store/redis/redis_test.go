@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"go.uber.org/goleak"
 
 	redisstore "github.com/multas/aggregator/store/redis"
 )
@@ -79,7 +80,9 @@ type quiet struct{}
 
 func (quiet) Printf(context.Context, string, ...any) {}
 
+// TestMain also fails the package's tests if any goroutine outlives them:
+// every client and store a test makes must be closed by it.
 func TestMain(m *testing.M) {
 	redis.SetLogger(quiet{})
-	os.Exit(m.Run())
+	goleak.VerifyTestMain(m)
 }
