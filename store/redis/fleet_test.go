@@ -30,7 +30,11 @@ func (c *counter) DialHook(next redis.DialHook) redis.DialHook { return next }
 
 func (c *counter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
-		c.n.Add(1)
+		// Background work (the health check's PING, the subscription)
+		// shares the client: count only what a decision sends.
+		if name := cmd.Name(); name != "ping" && name != "subscribe" && name != "psubscribe" {
+			c.n.Add(1)
+		}
 		return next(ctx, cmd)
 	}
 }
