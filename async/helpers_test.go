@@ -2,19 +2,18 @@ package async
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
-	"os"
 	"sort"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/multas/aggregator/internal/redistest"
 
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/goleak"
@@ -244,39 +243,10 @@ func (s *MemoryStore) pending(t *testing.T) []Delivery {
 	return out
 }
 
-// testRedis connects to the test Redis (AGGREGATOR_TEST_REDIS, else
-// 127.0.0.1:6379) with a key prefix of the test's own, deleted at the end.
-// Without Redis the test is skipped, except in CI, where it fails.
+// testRedis connects to the test Redis with a key prefix of the test's
+// own, deleted at the end (see internal/redistest).
 func testRedis(t *testing.T) (*redis.Client, string) {
 	t.Helper()
-	u := os.Getenv("AGGREGATOR_TEST_REDIS")
-	if u == "" {
-		u = "redis://127.0.0.1:6379/0"
-	}
-	o, err := redis.ParseURL(u)
-	if err != nil {
-		t.Fatalf("AGGREGATOR_TEST_REDIS: %v", err)
-	}
-	c := redis.NewClient(o)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	if err := c.Ping(ctx).Err(); err != nil {
-		_ = c.Close()
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("no Redis at %s: %v", u, err)
-		}
-		t.Skipf("no Redis at %s (set AGGREGATOR_TEST_REDIS): %v", u, err)
-	}
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	prefix := "aggtest:async:" + hex.EncodeToString(b[:]) + ":"
-	t.Cleanup(func() {
-		ctx := context.Background()
-		iter := c.Scan(ctx, 0, prefix+"*", 1000).Iterator()
-		for iter.Next(ctx) {
-			c.Del(ctx, iter.Val())
-		}
-		_ = c.Close()
-	})
-	return c, prefix
+	c, _ := redistest.Connect(t)
+	return c, redistest.Prefix(t, c, "aggtest:async:")
 }

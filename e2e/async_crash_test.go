@@ -2,9 +2,6 @@ package e2e
 
 import (
 	"bufio"
-	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -16,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
+	"github.com/multas/aggregator/internal/redistest"
 
 	"github.com/multas/aggregator/app"
 	"github.com/multas/aggregator/config"
@@ -29,42 +26,12 @@ const (
 	crashQueriesEnv = "AGGREGATOR_E2E_CRASH_QUERIES"
 )
 
-// testRedisURL is the Redis of the tests: AGGREGATOR_TEST_REDIS, else the
-// default port on loopback. Without one the test is skipped, except in CI,
-// where it fails. It returns the URL and a key prefix of the test's own,
-// whose keys are deleted when the test ends.
+// testRedisURL is the Redis of the tests and a key prefix of the test's
+// own, whose keys are deleted when the test ends (see internal/redistest).
 func testRedisURL(t *testing.T) (string, string) {
 	t.Helper()
-	u := os.Getenv("AGGREGATOR_TEST_REDIS")
-	if u == "" {
-		u = "redis://127.0.0.1:6379/0"
-	}
-	o, err := redis.ParseURL(u)
-	if err != nil {
-		t.Fatalf("AGGREGATOR_TEST_REDIS: %v", err)
-	}
-	c := redis.NewClient(o)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	if err := c.Ping(ctx).Err(); err != nil {
-		_ = c.Close()
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("no Redis at %s: %v", u, err)
-		}
-		t.Skipf("no Redis at %s (set AGGREGATOR_TEST_REDIS): %v", u, err)
-	}
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	prefix := "aggtest:e2e:" + hex.EncodeToString(b[:]) + ":"
-	t.Cleanup(func() {
-		ctx := context.Background()
-		iter := c.Scan(ctx, 0, prefix+"*", 1000).Iterator()
-		for iter.Next(ctx) {
-			c.Del(ctx, iter.Val())
-		}
-		_ = c.Close()
-	})
-	return u, prefix
+	c, u := redistest.Connect(t)
+	return u, redistest.Prefix(t, c, "aggtest:e2e:")
 }
 
 // TestAsyncCrashChild is the replica that TestAsyncCrash kills: it accepts

@@ -3,8 +3,6 @@ package e2e
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -20,6 +18,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/multas/aggregator/internal/redistest"
+
 	"github.com/redis/go-redis/v9"
 
 	"github.com/multas/aggregator/app"
@@ -30,51 +30,13 @@ import (
 // (SPEC 2, 4.1, 4.2; issue 4): AGGREGATOR_TEST_REDIS, else the default port
 // on loopback; the test that stops Redis runs a redis-server of its own.
 
-// fleetRedis returns the URL of the tests' Redis and a key prefix of the
-// test's own, whose keys are deleted when the test ends, so that tests run
-// in parallel on one Redis. Without a Redis the test is skipped, except in
-// CI, where it fails: these tests never silently skip there.
+// fleetRedis is the Redis of the fleet tests and a key prefix of the
+// test's own, so that tests run in parallel on one Redis (see
+// internal/redistest: never a silent skip in CI).
 func fleetRedis(t *testing.T) (url, prefix string) {
 	t.Helper()
-	url = os.Getenv("AGGREGATOR_TEST_REDIS")
-	if url == "" {
-		url = "redis://127.0.0.1:6379/0"
-	}
-	o, err := redis.ParseURL(url)
-	if err != nil {
-		t.Fatalf("AGGREGATOR_TEST_REDIS: %v", err)
-	}
-	c := redis.NewClient(o)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	if err := c.Ping(ctx).Err(); err != nil {
-		_ = c.Close()
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("no Redis at %s (set AGGREGATOR_TEST_REDIS): %v", url, err)
-		}
-		t.Skipf("no Redis at %s (set AGGREGATOR_TEST_REDIS): %v", url, err)
-	}
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	prefix = "e2e-" + hex.EncodeToString(b[:]) + ":"
-	t.Cleanup(func() {
-		ctx := context.Background()
-		var keys []string
-		iter := c.Scan(ctx, 0, prefix+"*", 1000).Iterator()
-		for iter.Next(ctx) {
-			keys = append(keys, iter.Val())
-		}
-		if err := iter.Err(); err != nil {
-			t.Errorf("listing the keys of %s: %v", prefix, err)
-		}
-		if len(keys) > 0 {
-			if err := c.Del(ctx, keys...).Err(); err != nil {
-				t.Errorf("deleting the keys of %s: %v", prefix, err)
-			}
-		}
-		_ = c.Close()
-	})
-	return url, prefix
+	c, url := redistest.Connect(t)
+	return url, redistest.Prefix(t, c, "e2e-")
 }
 
 // fleetYAML is configYAML over srcs, sharing state through Redis at url

@@ -2,11 +2,10 @@ package redisstore_test
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"os"
 	"testing"
 	"time"
+
+	"github.com/multas/aggregator/internal/redistest"
 
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/goleak"
@@ -14,14 +13,8 @@ import (
 	redisstore "github.com/multas/aggregator/store/redis"
 )
 
-// testURL is the Redis the tests use: AGGREGATOR_TEST_REDIS, or the
-// default port on loopback.
-func testURL() string {
-	if u := os.Getenv("AGGREGATOR_TEST_REDIS"); u != "" {
-		return u
-	}
-	return "redis://127.0.0.1:6379/0"
-}
+// testURL is the test Redis's URL (see internal/redistest).
+func testURL() string { return redistest.URL() }
 
 // testClient connects to the test Redis. Without one the test is skipped,
 // except in CI, where it fails: the Redis tests never silently skip there.
@@ -32,16 +25,8 @@ func testClient(t testing.TB) *redis.Client {
 		t.Fatalf("AGGREGATOR_TEST_REDIS: %v", err)
 	}
 	c := redis.NewClient(o)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	if err := c.Ping(ctx).Err(); err != nil {
-		_ = c.Close()
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("no Redis at %s (set AGGREGATOR_TEST_REDIS): %v", testURL(), err)
-		}
-		t.Skipf("no Redis at %s (set AGGREGATOR_TEST_REDIS): %v", testURL(), err)
-	}
 	t.Cleanup(func() { _ = c.Close() })
+	redistest.Ping(t, c)
 	return c
 }
 
@@ -49,21 +34,7 @@ func testClient(t testing.TB) *redis.Client {
 // the test ends.
 func testPrefix(t testing.TB, c *redis.Client) string {
 	t.Helper()
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	prefix := "aggtest:" + hex.EncodeToString(b[:]) + ":"
-	t.Cleanup(func() {
-		ctx := context.Background()
-		iter := c.Scan(ctx, 0, prefix+"*", 1000).Iterator()
-		var keys []string
-		for iter.Next(ctx) {
-			keys = append(keys, iter.Val())
-		}
-		if len(keys) > 0 {
-			c.Del(ctx, keys...)
-		}
-	})
-	return prefix
+	return redistest.Prefix(t, c, "aggtest:")
 }
 
 // newStores returns stores on c under prefix, closed when the test ends.
