@@ -13,14 +13,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/multas/aggregator/internal/redistest"
-
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/goleak"
 
 	"github.com/multas/aggregator"
 	"github.com/multas/aggregator/breaker"
 	"github.com/multas/aggregator/fanout"
+	"github.com/multas/aggregator/internal/redistest"
 	"github.com/multas/aggregator/problem"
 	"github.com/multas/aggregator/sources"
 )

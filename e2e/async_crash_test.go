@@ -13,10 +13,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/multas/aggregator/internal/redistest"
-
 	"github.com/multas/aggregator/app"
 	"github.com/multas/aggregator/config"
+	"github.com/multas/aggregator/internal/redistest"
 )
 
 // The environment of the replica that TestAsyncCrash kills: its

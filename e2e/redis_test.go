@@ -18,12 +18,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/multas/aggregator/internal/redistest"
-
 	"github.com/redis/go-redis/v9"
 
 	"github.com/multas/aggregator/app"
 	"github.com/multas/aggregator/config"
+	"github.com/multas/aggregator/internal/redistest"
 )
 
 // The replicas of these tests share their state through a real Redis

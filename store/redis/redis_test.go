@@ -5,11 +5,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/multas/aggregator/internal/redistest"
-
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/goleak"
 
+	"github.com/multas/aggregator/internal/redistest"
 	redisstore "github.com/multas/aggregator/store/redis"
 )
 
