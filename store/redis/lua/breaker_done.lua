@@ -39,7 +39,10 @@ elseif st == 'closed' and verdict ~= 0 then
     f, calls, failures, consec = f + 1, calls + 1, failures + 1, consec + 1
   end
   local byConsecutive = consecutive > 0 and consec >= consecutive
-  if byConsecutive or (calls >= minCalls and failures >= failureRatio * calls) then
+  -- Only a failure trips, as in breaker.MemoryStore (gobreaker asks
+  -- ReadyToTrip on failures only): a success, while older failures are
+  -- still in the window, is no reason to stop calling the portal.
+  if verdict == 2 and (byConsecutive or (calls >= minCalls and failures >= failureRatio * calls)) then
     local reason
     if byConsecutive then
       reason = string.format('%d consecutive failures', consec)
