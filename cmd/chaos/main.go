@@ -27,7 +27,7 @@ import (
 func main() {
 	if err := run(context.Background(), os.Args[1:], os.Getenv, os.Stdout, os.Stderr); err != nil {
 		if !errors.Is(err, errBroken) {
-			fmt.Fprintln(os.Stderr, "chaos:", err)
+			fmt.Fprintln(os.Stderr, err)
 		}
 		os.Exit(1)
 	}
@@ -47,7 +47,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	var (
 		duration = fs.Duration("duration", 5*time.Minute, "how long the faults change under load, per variant")
 		variant  = fs.String("variant", "both", "memory (independent replicas), redis (shared state) or both")
-		redis    = fs.String("redis", redisURL, "Redis of the redis variant (default $AGGREGATOR_TEST_REDIS)")
+		redis    = fs.String("redis", redisURL, "Redis of the redis variant ($AGGREGATOR_TEST_REDIS when set)")
 		portals  = fs.Int("portals", 20, "simulated portals")
 		replicas = fs.Int("replicas", 3, "aggregator replicas")
 		workers  = fs.Int("workers", 4, "clients sending requests, one at a time each")
@@ -58,10 +58,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		quiet    = fs.Bool("quiet", false, "print the summaries only, not the progress")
 	)
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
 		return err
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments: %v", fs.Args())
+		return fmt.Errorf("chaos: unexpected arguments: %v", fs.Args())
 	}
 	var variants []chaos.Variant
 	switch *variant {
@@ -70,7 +73,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	case string(chaos.Memory), string(chaos.Redis):
 		variants = []chaos.Variant{chaos.Variant(*variant)}
 	default:
-		return fmt.Errorf("-variant %q: want memory, redis or both", *variant)
+		return fmt.Errorf("chaos: -variant %q: want memory, redis or both", *variant)
 	}
 
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)

