@@ -119,4 +119,27 @@ func TestRollingWindow(t *testing.T) {
 			t.Fatalf("state = %s, want closed", got)
 		}
 	})
+
+	// Found by the chaos suite: as old successes left the window before
+	// the failures did, the ratio rose with no new failure, and the next
+	// success (from a portal healthy for seconds) opened the breaker.
+	t.Run("a success never trips", func(t *testing.T) {
+		set, clock := newSet(t)
+		for range 12 {
+			call(t, set, succeed)
+		}
+		clock.Advance(30 * time.Second)
+		failN(t, set, 9) // 9 of 21: below the ratio
+		clock.Advance(31 * time.Second)
+		// The 12 successes have left the window; the 9 failures have not:
+		// the next success makes 10 calls with a ratio of 0.9.
+		for range 6 {
+			if !call(t, set, succeed) {
+				t.Fatal("a success-only stretch was refused: a success tripped the breaker")
+			}
+		}
+		if got := state(t, set); got != breaker.Closed {
+			t.Fatalf("state = %s after only successes, want closed", got)
+		}
+	})
 }
