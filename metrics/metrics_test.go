@@ -8,7 +8,6 @@ import (
 	"net/url"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,33 +17,12 @@ import (
 
 	"github.com/multas/aggregator"
 	"github.com/multas/aggregator/app"
+	"github.com/multas/aggregator/breaker/breakertest"
 	"github.com/multas/aggregator/config"
 	"github.com/multas/aggregator/portalsim"
 )
 
 const adminToken = "metrics-test-admin-token"
-
-// clock is a fake clock that moves only when told.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func newClock() *clock {
-	return &clock{t: time.Date(2026, 3, 14, 9, 0, 0, 0, time.FixedZone("ART", -3*3600))}
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
 
 // replica is an aggregator in front of simulated portals, served over real
 // HTTP as production serves it.
@@ -437,7 +415,7 @@ func TestScrapeNamesLabelsAndOutcomes(t *testing.T) {
 // open time grows at every scrape while open, with no transition to push
 // it, and stands still otherwise.
 func TestOpenSecondsFollowTheClock(t *testing.T) {
-	clk := newClock()
+	clk := breakertest.NewClock()
 	r := start(t, clk.Now)
 	rosario := breakerLabels("rosario", aggregator.ByDomain)
 	transition := func(from, to string) map[string]string {
