@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"slices"
 	"strings"
@@ -18,7 +17,7 @@ import (
 	"github.com/multas/aggregator"
 	"github.com/multas/aggregator/app"
 	"github.com/multas/aggregator/breaker/breakertest"
-	"github.com/multas/aggregator/config"
+	"github.com/multas/aggregator/internal/apptest"
 	"github.com/multas/aggregator/portalsim"
 )
 
@@ -44,30 +43,14 @@ func start(t *testing.T, now func() time.Time) *replica {
 			js = append(js, j)
 		}
 	}
-	sim, err := portalsim.Start(js)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(sim.Close)
-	yaml := fmt.Sprintf(`server: {listen: "127.0.0.1:0", admin_token: %q}
+	env := apptest.Start(t, js, fmt.Sprintf(`server: {listen: "127.0.0.1:0", admin_token: %q}
 query: {deadline: 5s, max_deadline: 10s}
 defaults:
   timeout: 2s
   retry: {max_retries: 0}
   breaker: {window: 60s, min_calls: 2, failure_ratio: 0.5, open_for: 60s}
-`, adminToken) + portalsim.AggregatorYAML(js, sim.URLs())
-	cfg, err := config.Parse([]byte(yaml), "metrics-test.yaml", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	a, err := app.New(cfg, app.Options{Now: now})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = a.Close() })
-	srv := httptest.NewServer(a.Server)
-	t.Cleanup(srv.Close)
-	return &replica{app: a, sim: sim, url: srv.URL}
+`, adminToken), app.Options{Now: now})
+	return &replica{app: env.App, sim: env.Sim, url: env.URL}
 }
 
 // do sends a request and returns the status, failing the test on a

@@ -25,7 +25,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/multas/aggregator/app"
-	"github.com/multas/aggregator/config"
+	"github.com/multas/aggregator/internal/apptest"
 	"github.com/multas/aggregator/portalsim"
 	"github.com/multas/aggregator/server"
 )
@@ -154,30 +154,14 @@ func startDashboardEnv(t *testing.T) *dashboardEnv {
 			js = append(js, j)
 		}
 	}
-	sim, err := portalsim.Start(js)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(sim.Close)
-	yaml := fmt.Sprintf(`server: {listen: "127.0.0.1:0", admin_token: %q}
+	env := apptest.Start(t, js, fmt.Sprintf(`server: {listen: "127.0.0.1:0", admin_token: %q}
 query: {deadline: 5s, max_deadline: 10s}
 defaults:
   timeout: 2s
   retry: {max_retries: 0}
   breaker: {window: 60s, min_calls: 2, failure_ratio: 0.5, open_for: 10m}
-`, dashboardToken) + portalsim.AggregatorYAML(js, sim.URLs())
-	cfg, err := config.Parse([]byte(yaml), "dashboard-test.yaml", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	a, err := app.New(cfg, app.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = a.Close() })
-	srv := httptest.NewServer(a.Server)
-	t.Cleanup(srv.Close)
-	return &dashboardEnv{url: srv.URL, sim: sim}
+`, dashboardToken), app.Options{})
+	return &dashboardEnv{url: env.URL, sim: env.Sim}
 }
 
 // call sends a request (with the admin token on /v1/admin) and decodes a
