@@ -51,6 +51,10 @@ type Options struct {
 	AsyncClock async.Clock
 	// Resolver checks webhook callback hosts; the system's when nil.
 	Resolver async.Resolver
+
+	// Adapters add source types to the built-in http (SPEC 8): a source
+	// whose `type` is a key here is built by its Adapter.
+	Adapters map[string]Adapter
 }
 
 // App is one aggregator replica.
@@ -123,10 +127,15 @@ func New(cfg *config.Config, opts Options) (*App, error) {
 	a.Metrics = m
 	a.Limiter = ratelimit.New(opts.LimitStore, opts.Now)
 
-	client := &http.Client{Transport: opts.Transport}
+	known := adapters(opts)
+	env := AdapterEnv{Client: &http.Client{Transport: opts.Transport}, Now: opts.Now, Logger: opts.Logger}
 	members := make([]fanout.Member, 0, len(cfg.Sources))
 	for _, sc := range cfg.Sources {
-		src, err := sources.New(sourceSpec(sc), client, opts.Now)
+		adapter, ok := known[sc.Type]
+		if !ok {
+			return nil, CheckSources(cfg, opts.Adapters)
+		}
+		src, err := adapter(sc, env)
 		if err != nil {
 			return nil, fmt.Errorf("source %s: %w", sc.ID, err)
 		}
@@ -136,7 +145,7 @@ func New(cfg *config.Config, opts Options) (*App, error) {
 		}
 		settings := server.BreakerSettings(sc.Breaker, time.Duration(sc.Timeout)+time.Second)
 		for _, op := range aggregator.Operations {
-			if _, ok := sc.Operations[op]; ok {
+			if src.Supports(op, "") {
 				a.Breakers.Add(breaker.ID{Key: key, Operation: op}, sc.ID, settings)
 			}
 		}
@@ -187,13 +196,30 @@ func New(cfg *config.Config, opts Options) (*App, error) {
 func sourceSpec(sc config.Source) sources.Spec {
 	ops := make(map[aggregator.Operation]sources.OperationSpec, len(sc.Operations))
 	for op, o := range sc.Operations {
-		ops[op] = sources.OperationSpec{Method: o.Method, Path: o.Path, Accepts: o.Accepts}
+		body := sources.Body{Form: o.Body.Form, Text: o.Body.Text, ContentType: o.Body.ContentType}
+		if o.Body.JSON != nil {
+			body.JSON = o.Body.JSON.Raw
+		}
+		ops[op] = sources.OperationSpec{Method: o.Method, Path: o.Path, Query: o.Query, Headers: o.Headers, Body: body, Accepts: o.Accepts}
 	}
-	return sources.Spec{
+	spec := sources.Spec{
 		ID: sc.ID, Jurisdiction: sc.Jurisdiction, BaseURL: sc.BaseURL, Headers: sc.Headers,
 		Operations: ops, Items: sc.Response.Items, Fields: sc.Response.Fields, StatusMap: sc.Response.StatusMap,
 		Location: sc.Location, Currency: sc.Currency, MaxResponseBytes: sc.MaxResponseBytes,
 	}
+	if p := sc.Pagination; p != nil {
+		spec.Pagination = sources.Pagination{Style: p.Style, Size: p.Size, Next: p.Next, MaxPages: p.MaxPages}
+		if p.Start != nil {
+			spec.Pagination.Start = *p.Start
+		}
+	}
+	if o := sc.Auth.OAuth2; o != nil {
+		spec.Auth.OAuth2 = &sources.OAuth2{TokenURL: o.TokenURL, ClientID: o.ClientID, ClientSecret: o.ClientSecret, Scopes: o.Scopes}
+	}
+	if ss := sc.Auth.Session; ss != nil {
+		spec.Auth.Session = &sources.Session{Method: ss.Method, Path: ss.Path, TTL: time.Duration(ss.TTL), Format: ss.Format, Extract: ss.Extract}
+	}
+	return spec
 }
 
 // NewTransport is the pooled transport for portal calls: connections are

@@ -256,7 +256,7 @@ func (m *Manager) OnTransition(e breaker.Event) {
 		// The slots reserved for its sources are moot until it recovers.
 		for _, mem := range m.opts.Engine.Members() {
 			if mem.BreakerKey == e.BreakerKey {
-				m.pace.reset("source\x00" + mem.Source.Spec().ID)
+				m.pace.reset("source\x00" + mem.Source.ID())
 			}
 		}
 		return
@@ -311,9 +311,8 @@ func (m *Manager) Submit(ctx context.Context, r Request) (View, error) {
 	}
 	op := r.Query.Operation()
 	for _, mem := range r.Sources {
-		spec := mem.Source.Spec()
 		q.Parts = append(q.Parts, Part{Entry: aggregator.SourceResult{
-			Source: spec.ID, Jurisdiction: spec.Jurisdiction, Operation: op, Status: aggregator.EntrySkipped,
+			Source: mem.Source.ID(), Jurisdiction: mem.Source.Jurisdiction(), Operation: op, Status: aggregator.EntrySkipped,
 		}})
 	}
 	// Leased to this call while it runs the sources: a replica that dies

@@ -137,7 +137,10 @@ type Defaults struct {
 
 // Source is one jurisdiction's portal with its effective settings.
 type Source struct {
-	ID           string `yaml:"id" json:"id"`
+	ID string `yaml:"id" json:"id"`
+	// Type is the adapter that speaks to the portal: http (the default,
+	// configuration-driven) or one registered by Go code.
+	Type         string `yaml:"type" json:"type"`
 	Jurisdiction string `yaml:"jurisdiction" json:"jurisdiction"`
 	BaseURL      string `yaml:"base_url" json:"base_url"`
 	// BreakerKey groups sources whose failures are correlated; it defaults
@@ -147,6 +150,13 @@ type Source struct {
 	// Operations holds only the operations the source supports.
 	Operations map[aggregator.Operation]Operation `yaml:"operations" json:"operations"`
 	Response   Response                           `yaml:"response" json:"response"`
+	// Pagination, when set, makes a lookup follow the answer's pages.
+	Pagination *Pagination `yaml:"pagination,omitempty" json:"pagination,omitempty"`
+	// Auth authenticates the calls (OAuth2 client credentials or a
+	// session page).
+	Auth Auth `yaml:"auth,omitempty" json:"auth"`
+	// TLS configures a private CA, a client certificate, a server name.
+	TLS TLS `yaml:"tls,omitempty" json:"tls"`
 
 	Timeout  Duration `yaml:"timeout" json:"timeout"`
 	TimeZone string   `yaml:"time_zone" json:"time_zone"`
@@ -163,10 +173,17 @@ type Source struct {
 type Operation struct {
 	// Method is GET (the default) or POST.
 	Method string `yaml:"method" json:"method"`
-	// Path is appended to the source's base_url; it holds the placeholders
-	// of its operation: {domain} for by_domain, {id} and {id_kind} for
-	// by_id, {infraction_id} for voucher.
+	// Path is appended to the source's base_url. The request (path,
+	// query, headers or body) holds the placeholder of its operation:
+	// {domain} for by_domain, {id} (and {id_kind}) for by_id,
+	// {infraction_id} for voucher.
 	Path string `yaml:"path" json:"path"`
+	// Query holds parameters appended to the URL.
+	Query map[string]string `yaml:"query,omitempty" json:"query,omitempty"`
+	// Headers are sent with this operation, over the source's headers.
+	Headers map[string]string `yaml:"headers,omitempty" json:"headers,omitempty"`
+	// Body is what a POST sends: form, json or text.
+	Body Body `yaml:"body,omitempty" json:"body"`
 	// Accepts lists the kinds of person id a by_id operation takes
 	// (default both); it is empty for the other operations.
 	Accepts []aggregator.IDKind `yaml:"accepts,omitempty" json:"accepts,omitempty"`

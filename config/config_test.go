@@ -575,10 +575,10 @@ sources:
 		"test.yaml:5: sources[0].jurisdiction: required",
 		"test.yaml:6: sources[0].base_url: want an absolute http:// or https:// URL",
 		`test.yaml:7: sources[0].operations.by_domain.path: must start with a single "/"`,
-		"test.yaml:7: sources[0].operations.by_domain.path: must contain {domain}",
+		"test.yaml:7: sources[0].operations.by_domain.path: must contain {domain} (here, or in query, headers or body)",
 		"test.yaml:8: sources[0].breaker.window: must be positive",
 		"test.yaml:8: sources[0].breaker.failure_ratio: must be greater than 0 and at most 1",
-		"test.yaml:12: sources[1].operations.voucher.path: must contain {infraction_id}",
+		"test.yaml:12: sources[1].operations.voucher.path: must contain {infraction_id} (here, or in query, headers or body)",
 		"test.yaml:13: sources[1].colour: unknown key",
 	}
 	got := strings.Split(errs.Error(), "\n")

@@ -287,6 +287,10 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string) {
 	if isNull(n) {
 		return
 	}
+	if v.Type() == reflect.TypeFor[JSONValue]() {
+		d.jsonValue(n, v.Addr().Interface().(*JSONValue), path)
+		return
+	}
 	if v.Type() == reflect.TypeFor[Duration]() {
 		s, fromEnv, ok := d.scalar(n, path, "a duration")
 		if !ok {

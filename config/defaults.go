@@ -112,6 +112,7 @@ func (c *Config) fill() {
 			s.Operations[name] = op
 		}
 		s.RateLimit.Burst = burst(s.RateLimit.RPS, s.RateLimit.Burst)
+		s.fillAdapter()
 	}
 }
 

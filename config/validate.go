@@ -266,6 +266,15 @@ func validateSource(errs *Errors, p string, s Source) {
 	if strings.TrimSpace(s.Jurisdiction) == "" {
 		errs.add(child(p, "jurisdiction"), "required")
 	}
+	validateHeaders(errs, child(p, "headers"), s.Headers)
+	validateOperations(errs, child(p, "operations"), s.Operations)
+	if s.Type != HTTPType {
+		// Another adapter reads what it needs; only the names above apply.
+		if !validID(s.Type) {
+			errs.add(child(p, "type"), "%q must be lower-case letters, digits, _ and -", s.Type)
+		}
+		return
+	}
 	if s.BaseURL == "" {
 		errs.add(child(p, "base_url"), "required")
 	} else if u, err := url.Parse(s.BaseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
@@ -273,8 +282,7 @@ func validateSource(errs *Errors, p string, s Source) {
 	} else if u.RawQuery != "" || u.ForceQuery || u.Fragment != "" {
 		errs.add(child(p, "base_url"), "must not have a query or fragment (write them in the operation paths)")
 	}
-	validateHeaders(errs, child(p, "headers"), s.Headers)
-	validateOperations(errs, child(p, "operations"), s.Operations)
+	validateAdapter(errs, p, s)
 	validateResponse(errs, child(p, "response"), s.Response, s.Operations)
 }
 
@@ -354,9 +362,6 @@ func validateOperations(errs *Errors, p string, ops map[aggregator.Operation]Ope
 		if op.Method != "GET" && op.Method != "POST" {
 			errs.add(child(kp, "method"), "want GET or POST, got %q", op.Method)
 		}
-		for _, msg := range checkPath(name, op.Path) {
-			errs.add(child(kp, "path"), "%s", msg)
-		}
 		if name != aggregator.ByID {
 			if op.Accepts != nil {
 				errs.add(child(kp, "accepts"), "only by_id takes accepts")
@@ -377,8 +382,9 @@ func validateOperations(errs *Errors, p string, ops map[aggregator.Operation]Ope
 	}
 }
 
-// checkPath lists what is wrong with an operation's path template.
-func checkPath(op aggregator.Operation, path string) []string {
+// checkPathShape lists what is wrong with the shape of a path (its
+// placeholders apart).
+func checkPathShape(path string) []string {
 	if path == "" {
 		return []string{"required"}
 	}
@@ -386,39 +392,12 @@ func checkPath(op aggregator.Operation, path string) []string {
 	if path[0] != '/' || strings.HasPrefix(path, "//") {
 		msgs = append(msgs, `must start with a single "/"`)
 	}
-	required, available := placeholders(op)
-	found := false
-	rest, filled := path, ""
-	for {
-		open := strings.IndexByte(rest, '{')
-		if stray := strings.IndexByte(rest, '}'); stray >= 0 && (open < 0 || stray < open) {
-			msgs = append(msgs, `has a "}" without "{"`)
-			break
+	filled := strings.Map(func(r rune) rune {
+		if r == '{' || r == '}' {
+			return 'x'
 		}
-		if open < 0 {
-			filled += rest
-			break
-		}
-		end := strings.IndexByte(rest[open:], '}')
-		if end < 0 {
-			msgs = append(msgs, `has a "{" without "}"`)
-			break
-		}
-		name := rest[open+1 : open+end]
-		switch {
-		case slices.Contains(available, name):
-			found = found || name == required
-		case name == "domain" || name == "id" || name == "id_kind" || name == "infraction_id":
-			msgs = append(msgs, fmt.Sprintf("{%s} is not available to %s (it has %s)", name, op, braced(available)))
-		default:
-			msgs = append(msgs, fmt.Sprintf("unknown placeholder {%s} (%s has %s)", name, op, braced(available)))
-		}
-		filled += rest[:open] + "x"
-		rest = rest[open+end+1:]
-	}
-	if !found {
-		msgs = append(msgs, fmt.Sprintf("must contain {%s}", required))
-	}
+		return r
+	}, path)
 	if u, err := url.Parse(filled); err != nil || u.Scheme != "" || u.Host != "" || u.Fragment != "" {
 		msgs = append(msgs, "is not a URL path with an optional query")
 	}

@@ -33,7 +33,7 @@ type attempt func(ctx context.Context) (status int, pause time.Duration, err err
 // refused call never holds a half-open probe slot), then the breaker, then
 // the portal, retried per SPEC 4.3.
 func (e *Engine) call(ctx context.Context, m Member, op aggregator.Operation, do attempt) outcome {
-	source := m.Source.Spec().ID
+	source := m.Source.ID()
 	id := m.BreakerID(op)
 	bo := newBackoff(m.Retry)
 	var last *outcome

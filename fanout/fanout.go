@@ -29,9 +29,32 @@ type Retry struct {
 	MaxBackoff     time.Duration
 }
 
+// Source is a portal adapter as the fan-out sees it. Each method call makes
+// one logical call to the portal (all the pages of a lookup, say) and
+// reports a failure as a *sources.Error classified by outcome (SPEC 4, 5),
+// or sources.ErrUnsupported. Breakers, rate limits, retries and metrics
+// stay outside: the fan-out applies them around every adapter alike.
+//
+// The configuration-driven *sources.Source is one; Go code adds others by
+// registering a type (app.Options.Adapters).
+type Source interface {
+	// ID is the source's id; Jurisdiction its name, for answers.
+	ID() string
+	Jurisdiction() string
+	// Supports reports whether the source answers op for this kind of
+	// person id ("" asks whether op exists at all).
+	Supports(op aggregator.Operation, kind aggregator.IDKind) bool
+	// Lookup asks for the infractions of q.
+	Lookup(ctx context.Context, q aggregator.Query) (sources.Answer, error)
+	// Voucher fetches an infraction's payment voucher for streaming.
+	Voucher(ctx context.Context, infractionID string) (*sources.Voucher, error)
+}
+
+var _ Source = (*sources.Source)(nil)
+
 // Member is one source as the fan-out sees it.
 type Member struct {
-	Source     *sources.Source
+	Source     Source
 	BreakerKey string
 	// Timeout bounds each call to the portal.
 	Timeout time.Duration
@@ -73,7 +96,7 @@ func New(members []Member, opts Options) *Engine {
 	}
 	e := &Engine{members: members, byID: make(map[string]int, len(members)), opts: opts}
 	for i, m := range members {
-		e.byID[m.Source.Spec().ID] = i
+		e.byID[m.Source.ID()] = i
 	}
 	return e
 }
@@ -127,7 +150,7 @@ func (e *Engine) Select(q aggregator.Query, only []string) ([]Member, []problem.
 	}
 	var out []Member
 	for _, m := range e.members {
-		if want[m.Source.Spec().ID] {
+		if want[m.Source.ID()] {
 			out = append(out, m)
 		}
 	}
@@ -175,7 +198,7 @@ type part struct {
 // shared makes identical calls in flight at the same time once. A follower
 // whose leader was cut short by the leader's own budget calls for itself.
 func (e *Engine) shared(ctx context.Context, m Member, q aggregator.Query) part {
-	key := m.Source.Spec().ID + "\x00" + string(q.Operation()) + "\x00" + q.Value()
+	key := m.Source.ID() + "\x00" + string(q.Operation()) + "\x00" + q.Value()
 	ch := e.flight.DoChan(key, func() (any, error) { return e.lookup(ctx, m, q), nil })
 	select {
 	case r := <-ch:
@@ -227,8 +250,7 @@ func (e *Engine) lookup(ctx context.Context, m Member, q aggregator.Query) part 
 // entry builds the sources[] entry of a source that did not succeed (or,
 // for Succeeded, the bare entry).
 func (e *Engine) entry(m Member, op aggregator.Operation, o aggregator.Outcome, status int, err error, retryAfter time.Duration, detail string) part {
-	spec := m.Source.Spec()
-	en := aggregator.SourceResult{Source: spec.ID, Jurisdiction: spec.Jurisdiction, Operation: op, Outcome: o}
+	en := aggregator.SourceResult{Source: m.Source.ID(), Jurisdiction: m.Source.Jurisdiction(), Operation: op, Outcome: o}
 	switch {
 	case o == aggregator.Succeeded:
 		en.Status = aggregator.EntrySucceeded

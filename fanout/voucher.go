@@ -19,6 +19,9 @@ func (e *Engine) Voucher(ctx context.Context, source, infractionID string, budge
 	if !ok || !m.Source.Supports(aggregator.Voucher, "") {
 		return nil, e.opts.Problems.New(problem.NotFound, "This source has no vouchers.")
 	}
+	if reason := checkInfractionID(infractionID); reason != "" {
+		return nil, e.opts.Problems.Invalid(problem.InvalidParam{Name: "infraction_id", Reason: reason})
+	}
 	ctx, cancel := context.WithTimeout(ctx, budget)
 	var v *sources.Voucher
 	res := e.call(ctx, m, aggregator.Voucher, func(ctx context.Context) (int, time.Duration, error) {
@@ -62,4 +65,25 @@ func (b *releasingBody) Close() error {
 	err := b.ReadCloser.Close()
 	b.release()
 	return err
+}
+
+// maxInfractionID bounds the length of an infraction id in a voucher path.
+const maxInfractionID = 256
+
+// checkInfractionID says what is wrong with an infraction id that no portal
+// should be asked about: a dot segment, which would reach the portal's path
+// as one (SPEC 8), control characters, or an absurd length.
+func checkInfractionID(id string) string {
+	switch {
+	case id == "" || id == "." || id == "..":
+		return "must be an infraction id, not empty or a dot segment"
+	case len(id) > maxInfractionID:
+		return "longer than 256 bytes"
+	}
+	for i := 0; i < len(id); i++ {
+		if id[i] < 0x20 || id[i] == 0x7f {
+			return "holds a control character"
+		}
+	}
+	return ""
 }

@@ -146,11 +146,11 @@ func (s *Server) coverage(c *gin.Context) {
 	ctx := c.Request.Context()
 	out := []coverageSource{}
 	for _, m := range s.opts.Engine.Members() {
-		spec := m.Source.Spec()
-		paused := s.opts.Limiter != nil && s.opts.Limiter.PausedFor(ctx, spec.ID) > 0
-		cs := coverageSource{ID: spec.ID, Jurisdiction: spec.Jurisdiction, Operations: map[aggregator.Operation]coverageOp{}}
+		id := m.Source.ID()
+		paused := s.opts.Limiter != nil && s.opts.Limiter.PausedFor(ctx, id) > 0
+		cs := coverageSource{ID: id, Jurisdiction: m.Source.Jurisdiction(), Operations: map[aggregator.Operation]coverageOp{}}
 		for _, op := range aggregator.Operations {
-			if _, ok := spec.Operations[op]; !ok {
+			if !m.Source.Supports(op, "") {
 				continue
 			}
 			available := !paused

@@ -37,14 +37,19 @@ const maxPooledBuffer = 256 << 10
 // connection can be reused; longer bodies are closed unread.
 const drainLimit = 64 << 10
 
-// OperationSpec says how one operation is called.
+// OperationSpec says how one operation is called (SPEC 8, Requests).
 type OperationSpec struct {
 	// Method is the HTTP method; empty means GET.
 	Method string
-	// Path is appended to the base URL. Its placeholders {domain}, {id},
-	// {id_kind} and {infraction_id} are replaced by the URL-escaped values
-	// (path-escaped before the '?', query-escaped after it).
+	// Path is appended to the base URL. Its placeholders are replaced by
+	// the values, path-escaped before the '?' and query-escaped after it.
 	Path string
+	// Query holds parameters appended to the URL.
+	Query map[string]string
+	// Headers are sent with this operation's requests, over the source's.
+	Headers map[string]string
+	// Body is what a POST sends.
+	Body Body
 	// Accepts lists the kinds of person id a by_id operation takes; empty
 	// means both.
 	Accepts []aggregator.IDKind
@@ -73,6 +78,10 @@ type Spec struct {
 	// MaxResponseBytes bounds a lookup answer; 0 is
 	// DefaultMaxResponseBytes.
 	MaxResponseBytes int64
+	// Pagination, when its Style is set, makes a lookup follow pages.
+	Pagination Pagination
+	// Auth authenticates the calls: at most one of its kinds.
+	Auth Auth
 }
 
 // Source calls one portal. It is safe for concurrent use.
@@ -91,8 +100,7 @@ type Source struct {
 
 // operation is a compiled OperationSpec.
 type operation struct {
-	method    string
-	tmpl      template
+	request
 	cuit, dni bool // the kinds of id accepted (by_id)
 }
 
@@ -146,7 +154,7 @@ func New(spec Spec, client *http.Client, now func() time.Time) (*Source, error) 
 		fail("operations: none configured")
 	}
 	for _, op := range slices.Sorted(maps.Keys(spec.Operations)) {
-		o, err := compileOperation(spec.BaseURL, op, spec.Operations[op])
+		o, err := compileOperation(spec.BaseURL, op, spec.Operations[op], spec.scope(op))
 		if err != nil {
 			fail("operations.%s: %w", op, err)
 			continue
@@ -184,21 +192,15 @@ func New(spec Spec, client *http.Client, now func() time.Time) (*Source, error) 
 }
 
 // compileOperation checks and compiles one operation.
-func compileOperation(base string, op aggregator.Operation, spec OperationSpec) (*operation, error) {
+func compileOperation(base string, op aggregator.Operation, spec OperationSpec, sc scope) (*operation, error) {
 	if !op.Valid() {
 		return nil, errors.New("unknown operation (known: by_domain, by_id, voucher)")
 	}
-	o := &operation{method: strings.ToUpper(spec.Method)}
-	if o.method == "" {
-		o.method = http.MethodGet
+	r, err := compileRequest(base, op, spec, sc)
+	if err != nil {
+		return nil, err
 	}
-	if !isToken(o.method) {
-		return nil, errors.New("method: not an HTTP method")
-	}
-	var err error
-	if o.tmpl, err = compileTemplate(base, spec.Path, op); err != nil {
-		return nil, fmt.Errorf("path: %w", err)
-	}
+	o := &operation{request: r}
 	if len(spec.Accepts) > 0 && op != aggregator.ByID {
 		return nil, errors.New("accepts: only by_id takes kinds of id")
 	}
@@ -293,6 +295,12 @@ func compileMapping(spec Spec) (mapping, error) {
 	return m, errors.Join(errs...)
 }
 
+// ID is the source's id.
+func (s *Source) ID() string { return s.spec.ID }
+
+// Jurisdiction is the name of the source's jurisdiction.
+func (s *Source) Jurisdiction() string { return s.spec.Jurisdiction }
+
 // Spec returns the source's configuration (a copy).
 func (s *Source) Spec() Spec { return cloneSpec(s.spec) }
 
@@ -329,7 +337,7 @@ func (s *Source) Lookup(ctx context.Context, q aggregator.Query) (Answer, error)
 		return Answer{}, ErrUnsupported
 	}
 	var v values
-	v[paramDomain], v[paramID], v[paramIDKind] = q.Domain, q.ID, string(q.IDKind)
+	v.p[paramDomain], v.p[paramID], v.p[paramIDKind] = q.Domain, q.ID, string(q.IDKind)
 	resp, err := s.do(ctx, s.ops[opIndex(op)], &v, s.lookupH)
 	if err != nil {
 		return Answer{}, err
@@ -372,7 +380,7 @@ func (s *Source) Voucher(ctx context.Context, infractionID string) (*Voucher, er
 		return nil, &Error{Outcome: aggregator.Rejected, Err: ErrNotFound}
 	}
 	var v values
-	v[paramInfractionID] = infractionID
+	v.p[paramInfractionID] = infractionID
 	resp, err := s.do(ctx, o, &v, s.voucherH)
 	if err != nil {
 		return nil, err
@@ -397,14 +405,9 @@ func (s *Source) Voucher(ctx context.Context, infractionID string) (*Voucher, er
 // do sends one request of operation o. A failure to get an answer comes
 // back as *Error.
 func (s *Source) do(ctx context.Context, o *operation, v *values, h http.Header) (*http.Response, error) {
-	req, err := http.NewRequestWithContext(ctx, o.method, o.tmpl.expand(*v), nil)
+	req, err := o.build(ctx, v, h, s.host)
 	if err != nil {
-		return nil, &Error{Outcome: aggregator.Rejected, Err: fmt.Errorf("building the request: %w", withoutURL(err))}
-	}
-	// A copy: the client may add headers (cookies) to the request.
-	req.Header = h.Clone()
-	if s.host != "" {
-		req.Host = s.host
+		return nil, &Error{Outcome: aggregator.Rejected, Err: fmt.Errorf("building the request: %w", err)}
 	}
 	resp, err := s.client.Do(req)
 	if err != nil {
@@ -549,10 +552,15 @@ func cloneSpec(spec Spec) Spec {
 	spec.Headers = maps.Clone(spec.Headers)
 	spec.Fields = maps.Clone(spec.Fields)
 	spec.StatusMap = maps.Clone(spec.StatusMap)
+	spec.Auth = spec.Auth.clone()
 	if spec.Operations != nil {
 		ops := make(map[aggregator.Operation]OperationSpec, len(spec.Operations))
 		for op, opSpec := range spec.Operations {
 			opSpec.Accepts = slices.Clone(opSpec.Accepts)
+			opSpec.Query = maps.Clone(opSpec.Query)
+			opSpec.Headers = maps.Clone(opSpec.Headers)
+			opSpec.Body.Form = maps.Clone(opSpec.Body.Form)
+			opSpec.Body.JSON = slices.Clone(opSpec.Body.JSON)
 			ops[op] = opSpec
 		}
 		spec.Operations = ops

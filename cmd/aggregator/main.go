@@ -136,6 +136,9 @@ func validate(args []string, getenv func(string) string, stdout, stderr io.Write
 		return errReported
 	}
 	cfg, err := config.Load(*cfgPath, getenv)
+	if err == nil {
+		err = app.CheckSources(cfg, nil)
+	}
 	if err != nil {
 		return reportConfig(stderr, err)
 	}

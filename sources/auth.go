@@ -1,0 +1,57 @@
+package sources
+
+import (
+	"maps"
+	"slices"
+	"time"
+)
+
+// Auth authenticates a source's calls (SPEC 8): at most one of OAuth2 and
+// Session.
+type Auth struct {
+	OAuth2  *OAuth2
+	Session *Session
+}
+
+// OAuth2 is the client-credentials grant.
+type OAuth2 struct {
+	TokenURL, ClientID, ClientSecret string
+	Scopes                           []string
+}
+
+// Session is a page visited before the calls, whose cookies and extracted
+// values they carry.
+type Session struct {
+	// Method (GET or POST) and Path of the session page.
+	Method, Path string
+	// TTL is how long a session is kept.
+	TTL time.Duration
+	// Format of the session page: json, xml or html.
+	Format string
+	// Extract names values read from the page by selector
+	// ({session.NAME} in the operations' query, headers and body).
+	Extract map[string]string
+}
+
+// sessionNames lists the values a session extracts, sorted.
+func (a Auth) sessionNames() []string {
+	if a.Session == nil {
+		return nil
+	}
+	return slices.Sorted(maps.Keys(a.Session.Extract))
+}
+
+// clone copies a and what it points to.
+func (a Auth) clone() Auth {
+	if a.OAuth2 != nil {
+		o := *a.OAuth2
+		o.Scopes = slices.Clone(o.Scopes)
+		a.OAuth2 = &o
+	}
+	if a.Session != nil {
+		s := *a.Session
+		s.Extract = maps.Clone(s.Extract)
+		a.Session = &s
+	}
+	return a
+}
