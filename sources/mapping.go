@@ -142,34 +142,37 @@ func (m *mapping) mapJSON(doc []byte) ([]aggregator.Infraction, error) {
 }
 
 // item maps one JSON item into inf: it turns each field's JSON value into
-// text, then fill does the rest.
+// text, in place, then fill does the rest.
 func (m *mapping) item(item []byte, inf *aggregator.Infraction) error {
-	var vals, texts [numFields][]byte
+	var vals [numFields][]byte
 	m.fieldValues(item, &vals)
-	var ok bool
-	for _, f := range [...]field{fieldID, fieldDescription, fieldPlace, fieldCurrency, fieldStatus} {
-		if texts[f], ok = text(vals[f]); !ok {
+	epoch := false
+	for f := range numFields {
+		v := vals[f]
+		if v == nil {
+			continue
+		}
+		switch {
+		case f != fieldDate && f != fieldAmount:
+			var ok bool
+			if vals[f], ok = text(v); ok {
+				continue
+			}
 			if f == fieldID {
 				return m.fieldError(f, "not text or a number")
 			}
 			return m.fieldError(f, "not text")
-		}
-	}
-	epoch := false
-	for _, f := range [...]field{fieldDate, fieldAmount} {
-		switch v := vals[f]; {
-		case v == nil:
 		case v[0] == '"':
-			texts[f] = stringBytes(v)
+			vals[f] = stringBytes(v)
 		case v[0] == '-' || (v[0] >= '0' && v[0] <= '9'):
-			texts[f], epoch = v, epoch || f == fieldDate
+			epoch = epoch || f == fieldDate
 		case f == fieldDate:
 			return m.fieldError(f, "not a date")
 		default:
 			return m.fieldError(f, "not an amount")
 		}
 	}
-	return m.fill(&texts, epoch, inf)
+	return m.fill(&vals, epoch, inf)
 }
 
 // fill maps the text of every field (trimmed; nil or empty when absent)
