@@ -204,21 +204,29 @@ func TestCharsets(t *testing.T) {
 		{"html, Content-Type charset quoted", "html", `text/html;charset="ISO-8859-1"`, "",
 			func(t testing.TB) []byte { return latin1(t, "<html><body>"+htmlItem) }},
 		{"html, meta charset", "html", "text/html", "",
-			func(t testing.TB) []byte { return latin1(t, `<html><head><meta charset="iso-8859-1"></head><body>`+htmlItem) }},
+			func(t testing.TB) []byte {
+				return latin1(t, `<html><head><meta charset="iso-8859-1"></head><body>`+htmlItem)
+			}},
 		{"html, meta http-equiv", "html", "", "",
 			func(t testing.TB) []byte {
 				return latin1(t, `<html><head><meta http-equiv="Content-Type" content="text/html; charset=windows-1252"></head><body>`+htmlItem)
 			}},
 		{"html, Content-Type beats meta", "html", "text/html; charset=utf-8", "",
-			func(t testing.TB) []byte { return []byte(`<html><head><meta charset="windows-1252"></head><body>` + htmlItem) }},
+			func(t testing.TB) []byte {
+				return []byte(`<html><head><meta charset="windows-1252"></head><body>` + htmlItem)
+			}},
 		{"html, configured beats Content-Type and meta", "html", "text/html; charset=utf-8", "windows-1252",
-			func(t testing.TB) []byte { return latin1(t, `<html><head><meta charset="utf-8"></head><body>`+htmlItem) }},
+			func(t testing.TB) []byte {
+				return latin1(t, `<html><head><meta charset="utf-8"></head><body>`+htmlItem)
+			}},
 		{"html, UTF-8 by default", "html", "text/html", "",
 			func(t testing.TB) []byte { return []byte("<html><body>" + htmlItem) }},
 		{"xml, prolog encoding", "xml", "text/xml", "",
 			func(t testing.TB) []byte { return latin1(t, `<?xml version="1.0" encoding="ISO-8859-1"?>`+xmlItem) }},
 		{"xml, prolog encoding single quotes", "xml", "application/xml", "",
-			func(t testing.TB) []byte { return latin1(t, `<?xml version='1.0' encoding='windows-1252' standalone='yes'?>`+xmlItem) }},
+			func(t testing.TB) []byte {
+				return latin1(t, `<?xml version='1.0' encoding='windows-1252' standalone='yes'?>`+xmlItem)
+			}},
 		{"xml, Content-Type charset", "xml", "text/xml; charset=ISO-8859-1", "",
 			func(t testing.TB) []byte { return latin1(t, `<?xml version="1.0"?>`+xmlItem) }},
 		{"xml, Content-Type beats prolog", "xml", "text/xml; charset=utf-8", "",
