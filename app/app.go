@@ -206,6 +206,8 @@ func sourceSpec(sc config.Source) sources.Spec {
 		ID: sc.ID, Jurisdiction: sc.Jurisdiction, BaseURL: sc.BaseURL, Headers: sc.Headers,
 		Operations: ops, Items: sc.Response.Items, Fields: sc.Response.Fields, StatusMap: sc.Response.StatusMap,
 		Location: sc.Location, Currency: sc.Currency, MaxResponseBytes: sc.MaxResponseBytes,
+		Format: sc.Response.Format, Charset: sc.Response.Charset, Namespaces: sc.Response.Namespaces,
+		NotFound: sc.Response.NotFound, Unavailable: sc.Response.Unavailable,
 	}
 	if p := sc.Pagination; p != nil {
 		spec.Pagination = sources.Pagination{Style: p.Style, Size: p.Size, Next: p.Next, MaxPages: p.MaxPages}

@@ -101,6 +101,9 @@ func (c *Config) fill() {
 		if s.BreakerKey == "" {
 			s.BreakerKey = s.ID
 		}
+		if s.Response.Format == "" {
+			s.Response.Format = "json"
+		}
 		for name, op := range s.Operations {
 			if op.Method == "" {
 				op.Method = "GET"

@@ -427,7 +427,8 @@ func validField(name string) bool {
 
 // validateResponse checks the response mapping of a source.
 func validateResponse(errs *Errors, p string, r Response, ops map[aggregator.Operation]Operation) {
-	if msg := checkPointer(r.Items); msg != "" {
+	known := validateFormat(errs, p, r)
+	if msg := checkItems(r.Format, r.Namespaces, r.Items); msg != "" && known {
 		errs.add(child(p, "items"), "%s", msg)
 	}
 	fp := child(p, "fields")
@@ -436,7 +437,7 @@ func validateResponse(errs *Errors, p string, r Response, ops map[aggregator.Ope
 			errs.add(child(fp, name), "unknown field (want one of %s)", fieldNames)
 			continue
 		}
-		if msg := checkPointer(r.Fields[name]); msg != "" {
+		if msg := checkSelector(r.Format, r.Namespaces, r.Fields[name]); msg != "" && known {
 			errs.add(child(fp, name), "%s", msg)
 		}
 	}

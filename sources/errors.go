@@ -28,7 +28,10 @@ type Error struct {
 	Outcome aggregator.Outcome
 	// Status is the HTTP status when the portal answered, else 0: a
 	// connection refused, reset or timed out, even after the headers of an
-	// answer whose body never arrived whole, has Status 0.
+	// answer whose body never arrived whole, has Status 0. A 2xx answer
+	// that response.unavailable recognises as a maintenance page has
+	// Status 503, the status it stands for, so that the breaker counts it
+	// as it counts a 503.
 	Status int
 	// Pause is how long the portal asked us to wait: its Retry-After, or
 	// the reset of an exhausted RateLimit quota; 0 when it said nothing.

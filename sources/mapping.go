@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/text/encoding"
+
 	"github.com/multas/aggregator"
 )
 
@@ -69,10 +71,16 @@ type statusEntry struct {
 // mapping turns a portal's answer into infractions. It is built once by
 // New and only read afterwards.
 type mapping struct {
-	items    pointer
-	fields   [numFields]pointer
-	mapped   [numFields]bool
-	statuses []statusEntry
+	format     format
+	charset    encoding.Encoding // configured; nil reads the answer's own
+	namespaces map[string]string // xml: XPath prefixes
+	items      selector
+	fields     [numFields]selector
+	mapped     [numFields]bool
+	statuses   []statusEntry
+	// notFound and unavailable are the optional markers; nil when not
+	// configured.
+	notFound, unavailable *selector
 
 	source, jurisdiction string
 	currency             string
@@ -80,19 +88,32 @@ type mapping struct {
 	voucherPrefix        string // "" when the source has no voucher operation
 }
 
-// apply maps a whole answer: it must be one valid JSON document, its items
-// pointer must lead to an array (or to null, for no items), and every item
-// must map. The document is read in place; every string of the result is a
-// copy, so doc may be reused afterwards.
+// apply maps a whole JSON answer: it must be one valid JSON document, its
+// items pointer must lead to an array (or to null, for no items), and
+// every item must map. The document is read in place; every string of the
+// result is a copy, so doc may be reused afterwards.
 func (m *mapping) apply(doc []byte) ([]aggregator.Infraction, error) {
 	doc = bytes.TrimPrefix(doc, []byte("\uFEFF")) // a byte order mark, as some portals send
-	if !json.Valid(doc) {
-		if len(bytes.TrimSpace(doc)) == 0 {
-			return nil, errors.New("empty answer")
-		}
-		var raw json.RawMessage
-		return nil, fmt.Errorf("invalid JSON: %w", json.Unmarshal(doc, &raw))
+	if err := validJSON(doc); err != nil {
+		return nil, err
 	}
+	return m.mapJSON(doc)
+}
+
+// validJSON checks that doc is one JSON document.
+func validJSON(doc []byte) error {
+	if json.Valid(doc) {
+		return nil
+	}
+	if len(bytes.TrimSpace(doc)) == 0 {
+		return errors.New("empty answer")
+	}
+	var raw json.RawMessage
+	return fmt.Errorf("invalid JSON: %w", json.Unmarshal(doc, &raw))
+}
+
+// mapJSON maps the valid JSON document doc.
+func (m *mapping) mapJSON(doc []byte) ([]aggregator.Infraction, error) {
 	v, found := m.items.resolve(doc[skipSpace(doc, 0):])
 	if !found {
 		return nil, fmt.Errorf("items pointer %q not found in the answer", m.items.String())
@@ -120,20 +141,52 @@ func (m *mapping) apply(doc []byte) ([]aggregator.Infraction, error) {
 	}
 }
 
-// item maps one portal item into inf.
+// item maps one JSON item into inf: it turns each field's JSON value into
+// text, in place, then fill does the rest.
 func (m *mapping) item(item []byte, inf *aggregator.Infraction) error {
+	var vals [numFields][]byte
+	m.fieldValues(item, &vals)
+	epoch := false
+	for f := range numFields {
+		v := vals[f]
+		if v == nil {
+			continue
+		}
+		switch {
+		case f != fieldDate && f != fieldAmount:
+			var ok bool
+			if vals[f], ok = text(v); ok {
+				continue
+			}
+			if f == fieldID {
+				return m.fieldError(f, "not text or a number")
+			}
+			return m.fieldError(f, "not text")
+		case v[0] == '"':
+			vals[f] = stringBytes(v)
+		case v[0] == '-' || (v[0] >= '0' && v[0] <= '9'):
+			epoch = epoch || f == fieldDate
+		case f == fieldDate:
+			return m.fieldError(f, "not a date")
+		default:
+			return m.fieldError(f, "not an amount")
+		}
+	}
+	return m.fill(&vals, epoch, inf)
+}
+
+// fill maps the text of every field (trimmed; nil or empty when absent)
+// into inf: the part of mapping that every answer format shares. A date
+// that was a JSON number (epochNumber) is epoch seconds or milliseconds;
+// as text it is anything formatDate reads.
+func (m *mapping) fill(texts *[numFields][]byte, epochNumber bool, inf *aggregator.Infraction) error {
 	*inf = aggregator.Infraction{
 		Source:       m.source,
 		Jurisdiction: m.jurisdiction,
 		Currency:     m.currency,
 		Status:       aggregator.Unknown,
 	}
-	var vals [numFields][]byte
-	m.fieldValues(item, &vals)
-	id, ok := text(vals[fieldID])
-	if !ok {
-		return m.fieldError(fieldID, "not text or a number")
-	}
+	id := texts[fieldID]
 	if len(id) == 0 {
 		return m.fieldError(fieldID, "missing or empty")
 	}
@@ -141,32 +194,33 @@ func (m *mapping) item(item []byte, inf *aggregator.Infraction) error {
 	if m.voucherPrefix != "" {
 		inf.Voucher = m.voucherPrefix + url.PathEscape(inf.ID) + "/voucher"
 	}
-	for _, f := range [...]field{fieldDescription, fieldPlace} {
-		t, ok := text(vals[f])
-		if !ok {
-			return m.fieldError(f, "not text")
-		}
-		if len(t) == 0 {
-			continue
-		}
-		if f == fieldDescription {
-			inf.Description = string(t)
-		} else {
-			inf.Place = string(t)
-		}
+	if t := texts[fieldDescription]; len(t) > 0 {
+		inf.Description = string(t)
 	}
-	if c, ok := text(vals[fieldCurrency]); !ok {
-		return m.fieldError(fieldCurrency, "not text")
-	} else if len(c) > 0 && !bytes.EqualFold(c, []byte(m.currency)) {
+	if t := texts[fieldPlace]; len(t) > 0 {
+		inf.Place = string(t)
+	}
+	if c := texts[fieldCurrency]; len(c) > 0 && !bytes.EqualFold(c, []byte(m.currency)) {
 		inf.Currency = strings.ToUpper(string(c))
 	}
-	if err := m.date(vals[fieldDate], inf); err != nil {
-		return err
+	var ok bool
+	if d := texts[fieldDate]; len(d) > 0 {
+		if epochNumber {
+			inf.Date, ok = formatEpoch(string(d), m.loc)
+		} else {
+			inf.Date, ok = formatDate(string(d), m.loc)
+		}
+		if !ok {
+			return m.fieldError(fieldDate, "not a date")
+		}
 	}
-	if err := m.amount(vals[fieldAmount], inf); err != nil {
-		return err
+	if a := texts[fieldAmount]; len(a) > 0 {
+		if inf.Amount, ok = formatAmount(string(a)); !ok {
+			return m.fieldError(fieldAmount, "not an amount")
+		}
 	}
-	return m.status(vals[fieldStatus], inf)
+	m.status(texts[fieldStatus], inf)
+	return nil
 }
 
 // fieldValues finds the value of every mapped field in item, leaving nil
@@ -195,7 +249,7 @@ func (m *mapping) fieldValues(item []byte, vals *[numFields][]byte) {
 		v, _ := it.next()
 		key := keyText(k)
 		for f := range numFields {
-			p := m.fields[f]
+			p := m.fields[f].pointer
 			if m.mapped[f] && len(p.tokens) > 0 && string(key) == p.tokens[0] {
 				// The last of duplicate members wins, as in encoding/json.
 				vals[f] = notNull(pointer{tokens: p.tokens[1:]}.resolve(v))
@@ -230,65 +284,16 @@ func text(v []byte) (t []byte, ok bool) {
 	return v, true // a number, true or false: its literal
 }
 
-// date normalises the date field's value v: a string in one of the forms
-// of formatDate, or a number of epoch seconds (or milliseconds). A blank
-// string counts as absent.
-func (m *mapping) date(v []byte, inf *aggregator.Infraction) error {
-	var ok bool
-	switch {
-	case v == nil:
-		return nil
-	case v[0] == '"':
-		text := stringBytes(v)
-		if len(text) == 0 {
-			return nil
-		}
-		inf.Date, ok = formatDate(string(text), m.loc)
-	case v[0] == '-' || (v[0] >= '0' && v[0] <= '9'):
-		inf.Date, ok = formatEpoch(string(v), m.loc)
-	}
-	if !ok {
-		return m.fieldError(fieldDate, "not a date")
-	}
-	return nil
-}
-
-// amount normalises the amount field's value v, a number or a string; a
-// blank string counts as absent.
-func (m *mapping) amount(v []byte, inf *aggregator.Infraction) error {
-	var ok bool
-	switch {
-	case v == nil:
-		return nil
-	case v[0] == '"':
-		text := stringBytes(v)
-		if len(text) == 0 {
-			return nil
-		}
-		inf.Amount, ok = formatAmount(string(text))
-	case v[0] == '-' || (v[0] >= '0' && v[0] <= '9'):
-		inf.Amount, ok = formatAmount(string(v))
-	}
-	if !ok {
-		return m.fieldError(fieldAmount, "not an amount")
-	}
-	return nil
-}
-
-// status maps the status field's value v through the status map. Without
-// the field the status is unknown and StatusRaw stays empty.
-func (m *mapping) status(v []byte, inf *aggregator.Infraction) error {
-	raw, ok := text(v)
-	if !ok {
-		return m.fieldError(fieldStatus, "not text")
-	}
+// status maps the status text raw through the status map. Without it the
+// status is unknown and StatusRaw stays empty.
+func (m *mapping) status(raw []byte, inf *aggregator.Infraction) {
 	if len(raw) == 0 {
-		return nil
+		return
 	}
 	for _, e := range m.statuses {
 		if bytes.Equal(e.bytes, raw) {
 			inf.Status, inf.StatusRaw = e.status, e.key
-			return nil
+			return
 		}
 		if bytes.EqualFold(e.bytes, raw) {
 			inf.Status = e.status
@@ -296,11 +301,10 @@ func (m *mapping) status(v []byte, inf *aggregator.Infraction) error {
 		}
 	}
 	inf.StatusRaw = string(raw)
-	return nil
 }
 
 // fieldError describes a field that cannot be read, naming the field and
-// its pointer but never its value (it may be personal data).
+// its selector but never its value (it may be personal data).
 func (m *mapping) fieldError(f field, reason string) error {
 	return fmt.Errorf("field %s (%q): %s", fieldName(f), m.fields[f].String(), reason)
 }

@@ -62,12 +62,27 @@ type Spec struct {
 	// request's host).
 	Headers    map[string]string
 	Operations map[aggregator.Operation]OperationSpec
-	// Items points to the array of items in a lookup answer ("" is the
-	// document itself).
+	// Format is the syntax of lookup answers: "json" (or ""), "xml" or
+	// "html" (SPEC 8); it says what the selectors below are. See format.go.
+	Format string
+	// Charset names the answers' character encoding (a WHATWG label such
+	// as "windows-1252"), overriding what they declare; "" reads the
+	// Content-Type's charset, else the XML prolog or HTML meta, else UTF-8.
+	Charset string
+	// Namespaces binds the prefixes of XPath selectors to namespace URIs
+	// (xml only).
+	Namespaces map[string]string
+	// Items selects the items of a lookup answer: a JSON pointer to their
+	// array ("" is the document itself), an XPath selecting the item
+	// elements, or a CSS selector of them.
 	Items string
-	// Fields point to the members of one item: id (required), date,
-	// description, place, amount, currency, status.
+	// Fields select, relative to one item, its id (required), date,
+	// description, place, amount, currency and status.
 	Fields map[string]string
+	// NotFound, when set, selects what makes a 2xx answer mean "no
+	// infractions"; Unavailable what makes it a maintenance page: the
+	// lookup fails source-unavailable, counted by the breaker as a 503.
+	NotFound, Unavailable string
 	// StatusMap maps the portal's status text (trimmed, compared without
 	// regard to case) to unpaid, paid, in_process or unknown.
 	StatusMap map[string]string
@@ -167,7 +182,7 @@ func New(spec Spec, client *http.Client, now func() time.Time) (*Source, error) 
 		fail("headers: %w", err)
 	}
 	s.voucherH = s.lookupH.Clone()
-	s.lookupH.Set("Accept", "application/json")
+	s.lookupH.Set("Accept", acceptHeader(spec.Format))
 
 	switch {
 	case spec.MaxResponseBytes < 0:
@@ -251,9 +266,9 @@ func compileMapping(spec Spec) (mapping, error) {
 	if m.loc == nil {
 		m.loc = time.UTC
 	}
-	var errs []error
+	errs := m.compileFormat(spec)
 	var err error
-	if m.items, err = compilePointer(spec.Items); err != nil {
+	if m.items, err = compileItems(m.format, m.namespaces, spec.Items); err != nil {
 		errs = append(errs, fmt.Errorf("response.items: %w", err))
 	}
 	if _, ok := spec.Fields["id"]; !ok {
@@ -266,7 +281,7 @@ func compileMapping(spec Spec) (mapping, error) {
 			errs = append(errs, fmt.Errorf("response.fields.%s: unknown field (known: id, date, description, place, amount, currency, status)", name))
 			continue
 		}
-		if m.fields[f], err = compilePointer(text); err != nil {
+		if m.fields[f], err = compileSelector(m.format, m.namespaces, text); err != nil {
 			errs = append(errs, fmt.Errorf("response.fields.%s: %w", name, err))
 			continue
 		}
@@ -441,9 +456,9 @@ func (s *Source) read(ctx context.Context, resp *http.Response, pause time.Durat
 	case over:
 		return nil, unreadable(resp.StatusCode, pause, fmt.Errorf("answer larger than %d bytes", s.maxBytes))
 	}
-	infractions, err := s.mapping.apply(*buf)
+	infractions, err := s.mapping.read(ctx, *buf, resp.Header.Get("Content-Type"))
 	if err != nil {
-		return nil, unreadable(resp.StatusCode, pause, err)
+		return nil, answerError(ctx, resp.StatusCode, pause, err)
 	}
 	return infractions, nil
 }
@@ -553,6 +568,7 @@ func cloneSpec(spec Spec) Spec {
 	spec.Fields = maps.Clone(spec.Fields)
 	spec.StatusMap = maps.Clone(spec.StatusMap)
 	spec.Auth = spec.Auth.clone()
+	spec.Namespaces = maps.Clone(spec.Namespaces)
 	if spec.Operations != nil {
 		ops := make(map[aggregator.Operation]OperationSpec, len(spec.Operations))
 		for op, opSpec := range spec.Operations {

@@ -1,0 +1,633 @@
+package sources
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+
+	"golang.org/x/text/encoding/charmap"
+
+	"github.com/multas/aggregator"
+)
+
+// The same three records, as three portals of different dialects write
+// them: a JSON API, a SOAP service and an HTML page.
+
+const threeJSON = `{"resultado": {"actas": [
+	{"nro": "A-1", "fecha": "14/03/2026 09:12", "detalle": "Exceso de velocidad", "lugar": "Av. Lugones km 4",
+	 "monto": "$ 185.000,50", "moneda": "ARS", "estado": "IMPAGA"},
+	{"nro": "B-2", "fecha": "2026-02-01T10:00:00-05:00", "detalle": "Semáforo en rojo", "lugar": "Córdoba y Callao",
+	 "monto": "1234,5", "estado": "pagada"},
+	{"nro": "C 3", "fecha": "1773490320", "detalle": "Estacionamiento", "monto": "12.345,67", "moneda": "usd",
+	 "estado": "En Gestion"}
+]}}`
+
+const threeSOAP = `<?xml version="1.0" encoding="UTF-8"?>
+<soapenv:Envelope xmlns:soapenv="http://schemas.xmlsoap.org/soap/envelope/">
+  <soapenv:Header/>
+  <soapenv:Body>
+    <ns2:consultarActasResponse xmlns:ns2="urn:multas">
+      <ns2:total>3</ns2:total>
+      <ns2:acta nro="A-1">
+        <ns2:fecha>14/03/2026 09:12</ns2:fecha>
+        <ns2:detalle>Exceso de velocidad</ns2:detalle>
+        <ns2:lugar>Av. Lugones km 4</ns2:lugar>
+        <ns2:importe moneda="ARS">$ 185.000,50</ns2:importe>
+        <ns2:estado>IMPAGA</ns2:estado>
+      </ns2:acta>
+      <ns2:acta nro="B-2">
+        <ns2:fecha>2026-02-01T10:00:00-05:00</ns2:fecha>
+        <ns2:detalle><![CDATA[Semáforo en rojo]]></ns2:detalle>
+        <ns2:lugar>C&#243;rdoba y Callao</ns2:lugar>
+        <ns2:importe>1234,5</ns2:importe>
+        <ns2:estado> pagada </ns2:estado>
+      </ns2:acta>
+      <ns2:acta nro="C 3">
+        <ns2:fecha>1773490320</ns2:fecha>
+        <ns2:detalle>Estacionamiento</ns2:detalle>
+        <ns2:lugar/>
+        <ns2:importe moneda="usd">12.345,67</ns2:importe>
+        <ns2:estado>En Gestion</ns2:estado>
+      </ns2:acta>
+    </ns2:consultarActasResponse>
+  </soapenv:Body>
+</soapenv:Envelope>`
+
+const threeHTML = `<!DOCTYPE html>
+<html><head><title>Consulta de actas</title></head>
+<body>
+<h1>Actas del dominio</h1>
+<table id="actas">
+  <thead><tr><th>Fecha</th><th>Detalle</th><th>Lugar</th><th>Importe</th><th>Estado</th></tr></thead>
+  <tbody>
+    <tr data-acta="A-1"><td>14/03/2026 09:12</td><td>Exceso de
+        velocidad</td><td>Av. Lugones&nbsp;km&nbsp;4</td><td data-moneda="ARS">$&nbsp;185.000,50</td>
+        <td><span class="estado">IMPAGA</span></td></tr>
+    <tr data-acta="B-2"><td>2026-02-01T10:00:00-05:00</td><td><b>Semáforo</b> en rojo</td><td>C&oacute;rdoba y Callao</td>
+        <td>1234,5</td><td><span class="estado">pagada</span> <!-- desde 2026 --></td></tr>
+    <tr data-acta="C 3"><td>1773490320</td><td>Estacionamiento</td><td></td><td data-moneda="usd">12.345,67</td>
+        <td><span class="estado">En Gestion</span></td></tr>
+  </tbody>
+</table>
+</body></html>`
+
+// threeSpecs are the three portals' configurations.
+func threeSpecs(base string) map[string]Spec {
+	json := testSpec(base)
+	json.Fields["currency"] = "/moneda"
+
+	xml := testSpec(base)
+	xml.Format = "xml"
+	xml.Namespaces = map[string]string{"s": "http://schemas.xmlsoap.org/soap/envelope/", "m": "urn:multas"}
+	xml.Items = "/s:Envelope/s:Body/m:consultarActasResponse/m:acta"
+	xml.Fields = map[string]string{
+		"id": "@nro", "date": "m:fecha", "description": "m:detalle", "place": "m:lugar",
+		"amount": "m:importe", "currency": "m:importe/@moneda", "status": "m:estado",
+	}
+
+	html := testSpec(base)
+	html.Format = "html"
+	html.Items = "table#actas tbody tr"
+	html.Fields = map[string]string{
+		"id": "@data-acta", "date": "td:nth-child(1)", "description": "td:nth-child(2)", "place": "td:nth-child(3)",
+		"amount": "td:nth-child(4)", "currency": "td:nth-child(4)@data-moneda", "status": "td span.estado",
+	}
+	return map[string]Spec{"json": json, "xml": xml, "html": html}
+}
+
+// threeBodies are the three answers, with their content types.
+var threeBodies = map[string][2]string{
+	"json": {"application/json", threeJSON},
+	"xml":  {"text/xml; charset=utf-8", threeSOAP},
+	"html": {"text/html", threeHTML},
+}
+
+// threeWant is what every dialect must come out as.
+func threeWant() []aggregator.Infraction {
+	base := aggregator.Infraction{Source: "caba", Jurisdiction: "Ciudad de Buenos Aires", Currency: "ARS"}
+	one, two, three := base, base, base
+	one.ID, one.Date, one.Description, one.Place, one.Amount = "A-1", "2026-03-14T09:12:00-03:00", "Exceso de velocidad", "Av. Lugones km 4", "185000.50"
+	one.Status, one.StatusRaw, one.Voucher = aggregator.Unpaid, "IMPAGA", "/v1/sources/caba/infractions/A-1/voucher"
+	two.ID, two.Date, two.Description, two.Place, two.Amount = "B-2", "2026-02-01T10:00:00-05:00", "Semáforo en rojo", "Córdoba y Callao", "1234.50"
+	two.Status, two.StatusRaw, two.Voucher = aggregator.Paid, "pagada", "/v1/sources/caba/infractions/B-2/voucher"
+	three.ID, three.Date, three.Description, three.Amount, three.Currency = "C 3", "2026-03-14T09:12:00-03:00", "Estacionamiento", "12345.67", "USD"
+	three.Status, three.StatusRaw, three.Voucher = aggregator.InProcess, "En Gestion", "/v1/sources/caba/infractions/C%203/voucher"
+	return []aggregator.Infraction{one, two, three}
+}
+
+// serve is a portal answering every request with body as contentType.
+func serve(contentType string, body []byte) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", contentType)
+		w.Write(body)
+	}
+}
+
+func TestFormatsMapTheSameInfractions(t *testing.T) {
+	t.Parallel()
+	got := map[string][]aggregator.Infraction{}
+	var mu sync.Mutex
+	t.Run("formats", func(t *testing.T) {
+		for _, name := range []string{"json", "xml", "html"} {
+			t.Run(name, func(t *testing.T) {
+				t.Parallel()
+				b := threeBodies[name]
+				srv := portal(t, serve(b[0], []byte(b[1])))
+				s := newSource(t, threeSpecs(srv.URL)[name], srv.Client())
+				ans, err := s.Lookup(context.Background(), domainQuery)
+				if err != nil {
+					t.Fatalf("Lookup: %v", err)
+				}
+				if !reflect.DeepEqual(ans.Infractions, threeWant()) {
+					t.Errorf("Infractions =\n%+v\nwant\n%+v", ans.Infractions, threeWant())
+				}
+				mu.Lock()
+				got[name] = ans.Infractions
+				mu.Unlock()
+			})
+		}
+	})
+	if !reflect.DeepEqual(got["json"], got["xml"]) || !reflect.DeepEqual(got["json"], got["html"]) {
+		t.Errorf("the dialects disagree:\njson %+v\nxml  %+v\nhtml %+v", got["json"], got["xml"], got["html"])
+	}
+}
+
+func TestAcceptFollowsTheFormat(t *testing.T) {
+	t.Parallel()
+	for name, want := range map[string]string{"json": "application/json", "xml": "application/xml", "html": "text/html"} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			b := threeBodies[name]
+			srv := portal(t, func(w http.ResponseWriter, r *http.Request) {
+				if got := r.Header.Get("Accept"); !strings.HasPrefix(got, want) {
+					t.Errorf("Accept = %q, want it to start with %q", got, want)
+				}
+				serve(b[0], []byte(b[1]))(w, r)
+			})
+			s := newSource(t, threeSpecs(srv.URL)[name], srv.Client())
+			if _, err := s.Lookup(context.Background(), domainQuery); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// latin1 encodes s in windows-1252, as a legacy portal sends it.
+func latin1(t testing.TB, s string) []byte {
+	t.Helper()
+	b, err := charmap.Windows1252.NewEncoder().Bytes([]byte(s))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func TestCharsets(t *testing.T) {
+	t.Parallel()
+	const (
+		xmlItem  = `<actas><acta><nro>1</nro><lugar>Córdoba</lugar></acta></actas>`
+		htmlItem = `<table><tr><td>1</td><td>Córdoba</td></tr></table>`
+		jsonItem = `{"resultado": {"actas": [{"nro": "1", "lugar": "Córdoba"}]}}`
+	)
+	tests := []struct {
+		name, format, contentType, charset string
+		body                               func(t testing.TB) []byte
+	}{
+		{"html, Content-Type charset", "html", "text/html; charset=windows-1252", "",
+			func(t testing.TB) []byte { return latin1(t, "<html><body>"+htmlItem) }},
+		{"html, Content-Type charset quoted", "html", `text/html;charset="ISO-8859-1"`, "",
+			func(t testing.TB) []byte { return latin1(t, "<html><body>"+htmlItem) }},
+		{"html, meta charset", "html", "text/html", "",
+			func(t testing.TB) []byte {
+				return latin1(t, `<html><head><meta charset="iso-8859-1"></head><body>`+htmlItem)
+			}},
+		{"html, meta http-equiv", "html", "", "",
+			func(t testing.TB) []byte {
+				return latin1(t, `<html><head><meta http-equiv="Content-Type" content="text/html; charset=windows-1252"></head><body>`+htmlItem)
+			}},
+		{"html, Content-Type beats meta", "html", "text/html; charset=utf-8", "",
+			func(t testing.TB) []byte {
+				return []byte(`<html><head><meta charset="windows-1252"></head><body>` + htmlItem)
+			}},
+		{"html, configured beats Content-Type and meta", "html", "text/html; charset=utf-8", "windows-1252",
+			func(t testing.TB) []byte {
+				return latin1(t, `<html><head><meta charset="utf-8"></head><body>`+htmlItem)
+			}},
+		{"html, UTF-8 by default", "html", "text/html", "",
+			func(t testing.TB) []byte { return []byte("<html><body>" + htmlItem) }},
+		{"xml, prolog encoding", "xml", "text/xml", "",
+			func(t testing.TB) []byte { return latin1(t, `<?xml version="1.0" encoding="ISO-8859-1"?>`+xmlItem) }},
+		{"xml, prolog encoding single quotes", "xml", "application/xml", "",
+			func(t testing.TB) []byte {
+				return latin1(t, `<?xml version='1.0' encoding='windows-1252' standalone='yes'?>`+xmlItem)
+			}},
+		{"xml, Content-Type charset", "xml", "text/xml; charset=ISO-8859-1", "",
+			func(t testing.TB) []byte { return latin1(t, `<?xml version="1.0"?>`+xmlItem) }},
+		{"xml, Content-Type beats prolog", "xml", "text/xml; charset=utf-8", "",
+			func(t testing.TB) []byte { return []byte(`<?xml version="1.0" encoding="ISO-8859-1"?>` + xmlItem) }},
+		{"xml, configured beats prolog", "xml", "text/xml", "latin1",
+			func(t testing.TB) []byte { return latin1(t, `<?xml version="1.0" encoding="UTF-8"?>`+xmlItem) }},
+		{"xml, UTF-16 with a byte order mark", "xml", "text/xml", "",
+			func(t testing.TB) []byte {
+				var b []byte
+				b = append(b, 0xFF, 0xFE)
+				for _, r := range `<?xml version="1.0" encoding="UTF-16"?>` + xmlItem {
+					b = append(b, byte(r), byte(r>>8))
+				}
+				return b
+			}},
+		{"xml, UTF-8 byte order mark", "xml", "text/xml", "",
+			func(t testing.TB) []byte { return []byte("\uFEFF" + xmlItem) }},
+		{"json, Content-Type charset", "json", "application/json; charset=iso-8859-1", "",
+			func(t testing.TB) []byte { return latin1(t, jsonItem) }},
+		{"json, configured", "json", "application/json", "windows-1252",
+			func(t testing.TB) []byte { return latin1(t, jsonItem) }},
+		{"json, UTF-8 label", "json", "application/json; charset=UTF-8", "",
+			func(t testing.TB) []byte { return []byte(jsonItem) }},
+		{"json, unknown label is passed over", "json", "application/json; charset=klingon", "",
+			func(t testing.TB) []byte { return []byte(jsonItem) }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			srv := portal(t, serve(tt.contentType, tt.body(t)))
+			spec := testSpec(srv.URL)
+			spec.Format, spec.Charset = tt.format, tt.charset
+			switch tt.format {
+			case "xml":
+				spec.Items, spec.Fields = "//acta", map[string]string{"id": "nro", "place": "lugar"}
+			case "html":
+				spec.Items, spec.Fields = "tr", map[string]string{"id": "td:nth-child(1)", "place": "td:nth-child(2)"}
+			default:
+				spec.Fields = map[string]string{"id": "/nro", "place": "/lugar"}
+			}
+			s := newSource(t, spec, srv.Client())
+			ans, err := s.Lookup(context.Background(), domainQuery)
+			if err != nil {
+				t.Fatalf("Lookup: %v", err)
+			}
+			if len(ans.Infractions) != 1 || ans.Infractions[0].Place != "Córdoba" {
+				t.Errorf("Infractions = %+v, want one at Córdoba", ans.Infractions)
+			}
+		})
+	}
+}
+
+func TestMarkers(t *testing.T) {
+	t.Parallel()
+	const (
+		jsonNone  = `{"resultado": {"mensaje": "No se registran actas", "actas": null}}`
+		jsonMaint = `{"estado": "mantenimiento", "detalle": "Volvemos pronto"}`
+		xmlNone   = `<s:Envelope xmlns:s="http://schemas.xmlsoap.org/soap/envelope/"><s:Body><m:consultarActasResponse xmlns:m="urn:multas"><m:sinActas/></m:consultarActasResponse></s:Body></s:Envelope>`
+		xmlMaint  = `<s:Envelope xmlns:s="http://schemas.xmlsoap.org/soap/envelope/"><s:Body><s:Fault><faultcode>s:Server</faultcode><faultstring>Servicio en mantenimiento</faultstring></s:Fault></s:Body></s:Envelope>`
+		htmlNone  = `<html><body><div class="alert">No se registran actas para el dominio</div><table id="actas"><tbody></tbody></table></body></html>`
+		htmlMaint = `<html><body><div id="mantenimiento"><h1>Sitio en mantenimiento</h1></div></body></html>`
+		htmlOther = `<html><body><p>Bienvenido</p></body></html>`
+	)
+	markers := map[string][2]string{ // not_found, unavailable
+		"json": {"/resultado/mensaje", "/estado"},
+		"xml":  {"//m:sinActas", "//s:Fault[contains(faultstring, 'mantenimiento')]"},
+		"html": {"div.alert", "#mantenimiento"},
+	}
+	tests := []struct {
+		format, body string
+		want         int // infractions; -1: unavailable (503); -2: unreadable
+	}{
+		{"json", threeJSON, 3},
+		{"json", jsonNone, 0},
+		{"json", jsonMaint, -1},
+		{"xml", threeSOAP, 3},
+		{"xml", xmlNone, 0},
+		{"xml", xmlMaint, -1},
+		{"html", threeHTML, 3},
+		{"html", htmlNone, 0},
+		{"html", htmlMaint, -1},
+		// A page that is neither items, nor not_found, nor maintenance:
+		// with not_found configured, zero items is not an answer.
+		{"html", htmlOther, -2},
+		{"xml", `<otra/>`, -2},
+	}
+	for i, tt := range tests {
+		t.Run(fmt.Sprintf("%s %d", tt.format, i), func(t *testing.T) {
+			t.Parallel()
+			srv := portal(t, serve(threeBodies[tt.format][0], []byte(tt.body)))
+			spec := threeSpecs(srv.URL)[tt.format]
+			spec.NotFound, spec.Unavailable = markers[tt.format][0], markers[tt.format][1]
+			s := newSource(t, spec, srv.Client())
+			ans, err := s.Lookup(context.Background(), domainQuery)
+			switch tt.want {
+			case -1:
+				e := checkError(t, err, aggregator.Unavailable, http.StatusServiceUnavailable, 0)
+				if e != nil && !errors.Is(err, errMaintenance) {
+					t.Errorf("err = %v, want the maintenance page", err)
+				}
+			case -2:
+				checkError(t, err, aggregator.Unreadable, http.StatusOK, 0)
+			default:
+				if err != nil {
+					t.Fatalf("Lookup: %v", err)
+				}
+				if len(ans.Infractions) != tt.want {
+					t.Errorf("%d infractions, want %d", len(ans.Infractions), tt.want)
+				}
+			}
+		})
+	}
+}
+
+func TestMarkupZeroItems(t *testing.T) {
+	t.Parallel()
+	// Without not_found, zero matches in an answer of the right format is
+	// a valid empty answer; in an answer of another format it is not.
+	tests := []struct {
+		format, contentType, body string
+		ok                        bool
+	}{
+		{"xml", "text/xml", `<s:Envelope xmlns:s="http://schemas.xmlsoap.org/soap/envelope/"><s:Body/></s:Envelope>`, true},
+		{"xml", "text/html", `<html><body><p>Mantenimiento<br></p></body></html>`, false},
+		{"xml", "application/json", `{"actas": []}`, false},
+		{"xml", "text/xml", ``, false},
+		{"html", "text/html", `<html><body><table id="actas"><tbody></tbody></table></body></html>`, true},
+		{"html", "text/html", " \n ", false},
+	}
+	for i, tt := range tests {
+		t.Run(fmt.Sprint(i), func(t *testing.T) {
+			t.Parallel()
+			srv := portal(t, serve(tt.contentType, []byte(tt.body)))
+			s := newSource(t, threeSpecs(srv.URL)[tt.format], srv.Client())
+			ans, err := s.Lookup(context.Background(), domainQuery)
+			if !tt.ok {
+				checkError(t, err, aggregator.Unreadable, http.StatusOK, 0)
+				return
+			}
+			if err != nil || len(ans.Infractions) != 0 {
+				t.Errorf("Lookup = %d infractions, %v; want none and no error", len(ans.Infractions), err)
+			}
+		})
+	}
+}
+
+func TestMarkupUnreadable(t *testing.T) {
+	t.Parallel()
+	deep := strings.Repeat("<a>", maxMarkupDepth+1) + strings.Repeat("</a>", maxMarkupDepth+1)
+	laughs := `<?xml version="1.0"?><!DOCTYPE lolz [<!ENTITY lol "lol"><!ENTITY lol2 "&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;">` +
+		`<!ENTITY lol3 "&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;">]><actas><acta><nro>&lol3;</nro></acta></actas>`
+	external := `<?xml version="1.0"?><!DOCTYPE r [<!ENTITY x SYSTEM "file:///etc/passwd">]><actas><acta><nro>&x;</nro></acta></actas>`
+	tests := []struct {
+		name, format, body, msg string
+	}{
+		{"xml item without id", "xml", `<actas><acta><nro> </nro></acta></actas>`, "field id"},
+		{"xml amount that does not parse", "xml", `<actas><acta><nro>1</nro><monto>mucho</monto></acta></actas>`, "field amount"},
+		{"xml date that does not parse", "xml", `<actas><acta><nro>1</nro><fecha>ayer</fecha></acta></actas>`, "field date"},
+		{"xml not well-formed", "xml", `<actas><acta></actas>`, "invalid XML"},
+		{"xml cut short", "xml", `<actas><acta><nro>1</nro>`, "invalid XML"},
+		{"xml two roots", "xml", `<actas/><actas/>`, "more than one root"},
+		{"xml too deep", "xml", deep, "deeper than 512"},
+		{"xml entity expansion", "xml", laughs, "invalid XML"},
+		{"xml external entity", "xml", external, "invalid XML"},
+		{"html item without id", "html", `<table><tr><td></td><td>x</td></tr></table>`, "field id"},
+		{"html amount that does not parse", "html", `<table><tr><td>1</td><td>$ 1.2.3,4,5</td></tr></table>`, "field amount"},
+		{"html too deep", "html", strings.Repeat("<div>", 600), "512"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			srv := portal(t, serve("text/"+tt.format, []byte(tt.body)))
+			spec := testSpec(srv.URL)
+			spec.Format = tt.format
+			if tt.format == "xml" {
+				spec.Items, spec.Fields = "//acta", map[string]string{"id": "nro", "amount": "monto", "date": "fecha"}
+			} else {
+				spec.Items, spec.Fields = "tr", map[string]string{"id": "td:nth-child(1)", "amount": "td:nth-child(2)"}
+			}
+			s := newSource(t, spec, srv.Client())
+			_, err := s.Lookup(context.Background(), domainQuery)
+			checkError(t, err, aggregator.Unreadable, http.StatusOK, 0)
+			if err != nil && !strings.Contains(err.Error(), tt.msg) {
+				t.Errorf("err = %v, want it to mention %q", err, tt.msg)
+			}
+		})
+	}
+}
+
+func TestSelectorAPI(t *testing.T) {
+	t.Parallel()
+	const page = `<html><body><form action="/consulta">
+		<input type="hidden" name="__RequestVerificationToken" value=" tok-123 ">
+		<input name="dominio"></form>
+		<a class="next" href="/actas?pagina=2">Siguiente &raquo;</a>
+		<ul id="r"><li data-n="1">uno</li><li data-n="2">  dos
+		  tres </li></ul></body></html>`
+	const soap = `<e:Envelope xmlns:e="urn:env"><e:Body><r xmlns="urn:multas"><acta/><acta/><siguiente cursor="c-9">c-9</siguiente></r></e:Body></e:Envelope>`
+	const js = `{"paginacion": {"siguiente": "c-2", "total": 40, "ultima": false}, "actas": [1, 2, 3]}`
+	tests := []struct {
+		format     format
+		ns         map[string]string
+		body, sel  string
+		want       string
+		ok         bool
+		present    bool
+		countItems int // -1: not counted
+	}{
+		{formatHTML, nil, page, "input[name=__RequestVerificationToken]@value", "tok-123", true, true, 1},
+		{formatHTML, nil, page, "a.next@href", "/actas?pagina=2", true, true, 1},
+		{formatHTML, nil, page, "a.next@HREF", "/actas?pagina=2", true, true, 1},
+		{formatHTML, nil, page, "a.next", "Siguiente »", true, true, 1},
+		{formatHTML, nil, page, "a.prev@href", "", false, false, 0},
+		{formatHTML, nil, page, "input[name=dominio]@value", "", false, false, 1},
+		{formatHTML, nil, page, "#r li", "uno", true, true, 2},
+		{formatHTML, nil, page, "#r li:nth-child(2)", "dos tres", true, true, 1},
+		{formatHTML, nil, page, `a[href^="/actas"]`, "Siguiente »", true, true, 1},
+		{formatXML, nil, soap, "//acta", "", true, true, 2},
+		{formatXML, nil, soap, "//siguiente/@cursor", "c-9", true, true, 1},
+		{formatXML, map[string]string{"x": "urn:multas"}, soap, "//x:siguiente", "c-9", true, true, 1},
+		{formatXML, map[string]string{"x": "urn:otro"}, soap, "//x:siguiente", "", false, false, 0},
+		{formatXML, nil, soap, "count(//acta)", "2", true, true, -1},
+		{formatXML, nil, soap, "string(//nada)", "", true, false, -1},
+		{formatJSON, nil, js, "/paginacion/siguiente", "c-2", true, true, -1},
+		{formatJSON, nil, js, "/paginacion/total", "40", true, true, -1},
+		{formatJSON, nil, js, "/paginacion/ultima", "false", true, false, -1},
+		{formatJSON, nil, js, "/paginacion/nada", "", false, false, -1},
+		{formatJSON, nil, js, "/actas", "", false, true, 3},
+	}
+	for _, tt := range tests {
+		t.Run(tt.format.String()+" "+tt.sel, func(t *testing.T) {
+			t.Parallel()
+			sel, err := compileSelector(tt.format, tt.ns, tt.sel)
+			if err != nil {
+				t.Fatalf("compileSelector: %v", err)
+			}
+			doc, err := parseDocument(context.Background(), tt.format, nil, []byte(tt.body), "")
+			if err != nil {
+				t.Fatalf("parseDocument: %v", err)
+			}
+			if got, ok := doc.first(sel); got != tt.want || ok != tt.ok {
+				t.Errorf("first = %q, %v; want %q, %v", got, ok, tt.want, tt.ok)
+			}
+			if got, err := doc.present(sel); got != tt.present || err != nil {
+				t.Errorf("present = %v, %v; want %v", got, err, tt.present)
+			}
+			if tt.countItems >= 0 {
+				if n, err := doc.count(sel); n != tt.countItems || err != nil {
+					t.Errorf("count = %d, %v; want %d", n, err, tt.countItems)
+				}
+			}
+		})
+	}
+}
+
+func TestItemRelativeSelectors(t *testing.T) {
+	t.Parallel()
+	// The item itself ("" and "."), its own attribute ("@attr"), and in
+	// XPath an absolute path, which starts at the document.
+	tests := []struct {
+		format, body, items string
+		fields              map[string]string
+		want                [2]string // id, description
+	}{
+		{"html", `<ul><li class="acta" id="Z-9"> Mal <i>estacionado</i> </li></ul>`, "li.acta",
+			map[string]string{"id": "@id", "description": ""}, [2]string{"Z-9", "Mal estacionado"}},
+		{"html", `<ul><li class="acta" id="Z-9">Mal estacionado</li></ul>`, "li.acta",
+			map[string]string{"id": ".@id", "description": "."}, [2]string{"Z-9", "Mal estacionado"}},
+		{"xml", `<r><titulo>Actas</titulo><acta id="Z-9"> Mal estacionado </acta></r>`, "/r/acta",
+			map[string]string{"id": "@id", "description": ""}, [2]string{"Z-9", "Mal estacionado"}},
+		{"xml", `<r><titulo>Actas</titulo><acta id="Z-9">x</acta></r>`, "/r/acta",
+			map[string]string{"id": ".//@id", "description": "/r/titulo"}, [2]string{"Z-9", "Actas"}},
+		{"xml", `<r><acta><n>Z-9</n><d>a</d><d>b</d></acta></r>`, "//acta",
+			map[string]string{"id": "normalize-space(n)", "description": "concat(n, ': ', d[2])"}, [2]string{"Z-9", "Z-9: b"}},
+	}
+	for i, tt := range tests {
+		t.Run(fmt.Sprint(i), func(t *testing.T) {
+			t.Parallel()
+			srv := portal(t, serve("text/"+tt.format, []byte(tt.body)))
+			spec := testSpec(srv.URL)
+			spec.Format, spec.Items, spec.Fields = tt.format, tt.items, tt.fields
+			s := newSource(t, spec, srv.Client())
+			ans, err := s.Lookup(context.Background(), domainQuery)
+			if err != nil {
+				t.Fatalf("Lookup: %v", err)
+			}
+			if len(ans.Infractions) != 1 {
+				t.Fatalf("%d infractions, want 1", len(ans.Infractions))
+			}
+			got := [2]string{ans.Infractions[0].ID, ans.Infractions[0].Description}
+			if got != tt.want {
+				t.Errorf("id, description = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestNewChecksFormats(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name   string
+		change func(*Spec)
+		want   []string
+	}{
+		{"unknown format", func(s *Spec) { s.Format = "yaml" }, []string{"response.format", `"yaml"`}},
+		{"unknown charset", func(s *Spec) { s.Charset = "klingon" }, []string{"response.charset", "klingon"}},
+		{"namespaces with json", func(s *Spec) { s.Namespaces = map[string]string{"m": "urn:x"} }, []string{"response.namespaces: only with format xml"}},
+		{"xml, every problem at once", func(s *Spec) {
+			s.Format = "xml"
+			s.Namespaces = map[string]string{"a:b": "urn:x", "m": ""}
+			s.Items = "//q:acta"
+			s.Fields = map[string]string{"id": "nro[", "date": "fecha"}
+			s.NotFound, s.Unavailable = "//(", "//m:x"
+		}, []string{
+			"response.namespaces.a:b: not a namespace prefix", "response.namespaces.m: empty namespace URI",
+			"response.items: not an XPath", "prefix q not defined", "response.fields.id: not an XPath",
+			"response.not_found: not an XPath",
+		}},
+		{"xml, items required", func(s *Spec) { s.Format, s.Items = "xml", "" }, []string{"response.items: required with format xml"}},
+		{"html, every problem at once", func(s *Spec) {
+			s.Format = "html"
+			s.Items = "tr@id"
+			s.Fields = map[string]string{"id": "td:nth-child(", "place": "td@", "date": "td"}
+			s.Unavailable = "div[["
+		}, []string{
+			`response.items: selects item elements`, "response.fields.id: not a CSS selector",
+			`response.fields.place: "@" must be followed`, "response.unavailable: not a CSS selector",
+		}},
+		{"html, items required", func(s *Spec) { s.Format, s.Items = "html", "" }, []string{"response.items: required with format html"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			spec := testSpec("http://portal")
+			tt.change(&spec)
+			_, err := New(spec, nil, nil)
+			if err == nil {
+				t.Fatal("New accepted the spec")
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not mention %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+// TestXPathConcurrent evaluates one source's XPath selectors, functions
+// included, from many goroutines at once (run it with -race).
+func TestXPathConcurrent(t *testing.T) {
+	t.Parallel()
+	srv := portal(t, serve("text/xml", []byte(threeSOAP)))
+	spec := threeSpecs(srv.URL)["xml"]
+	spec.Items = "//m:acta[count(m:fecha) > 0]"
+	spec.Fields["description"] = "normalize-space(concat(m:detalle, ' '))"
+	s := newSource(t, spec, srv.Client())
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for range 10 {
+				ans, err := s.Lookup(context.Background(), domainQuery)
+				if err != nil || !reflect.DeepEqual(ans.Infractions, threeWant()) {
+					t.Errorf("Lookup = %+v, %v", ans.Infractions, err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// TestCSSMatchingStopsWithTheCall: a selector whose cost is quadratic in a
+// hostile page's rows stops when the call's context ends.
+func TestCSSMatchingStopsWithTheCall(t *testing.T) {
+	t.Parallel()
+	page := []byte("<table>" + strings.Repeat("<tr><td>1</td></tr>", 100_000) + "</table>")
+	sel, err := compileSelector(formatHTML, nil, "tr:nth-last-child(n+2)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	doc, err := parseDocument(ctx, formatHTML, nil, page, "text/html")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	if n, err := doc.count(sel); !errors.Is(err, context.Canceled) {
+		t.Errorf("count = %d, %v; want context.Canceled", n, err)
+	}
+}
+
+func TestMarkupSizeLimit(t *testing.T) {
+	t.Parallel()
+	// An answer over max_response_bytes is refused before any parsing.
+	big := "<r>" + strings.Repeat("<acta><nro>1</nro></acta>", 100) + "</r>"
+	srv := portal(t, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, big) })
+	spec := testSpec(srv.URL)
+	spec.Format, spec.Items, spec.Fields = "xml", "//acta", map[string]string{"id": "nro"}
+	spec.MaxResponseBytes = int64(len(big) - 1)
+	s := newSource(t, spec, srv.Client())
+	_, err := s.Lookup(context.Background(), domainQuery)
+	checkError(t, err, aggregator.Unreadable, http.StatusOK, 0)
+}
