@@ -177,7 +177,7 @@ func New(cfg *config.Config, opts Options) (*App, error) {
 		Engine: a.Engine, Breakers: a.Breakers, Limiter: a.Limiter, Metrics: m, Problems: catalog,
 		Logger: opts.Logger, Deadline: time.Duration(cfg.Query.Deadline), MaxDeadline: time.Duration(cfg.Query.MaxDeadline),
 		AdminToken: cfg.Server.AdminToken, Keys: keys, Now: opts.Now, Async: a.Async,
-		Ready: ready, ShareSettings: share,
+		Ready: ready, ShareSettings: share, MaxInFlight: cfg.Server.MaxInFlight,
 	})
 	a.Async.Start()
 	built = true
@@ -193,6 +193,7 @@ func sourceSpec(sc config.Source) sources.Spec {
 		ID: sc.ID, Jurisdiction: sc.Jurisdiction, BaseURL: sc.BaseURL, Headers: sc.Headers,
 		Operations: ops, Items: sc.Response.Items, Fields: sc.Response.Fields, StatusMap: sc.Response.StatusMap,
 		Location: sc.Location, Currency: sc.Currency, MaxResponseBytes: sc.MaxResponseBytes,
+		VoucherTypes: sc.VoucherTypes, VoucherMaxBytes: sc.VoucherMaxBytes,
 	}
 }
 
