@@ -50,9 +50,11 @@ type endpoint struct {
 
 // client and admin are the statuses every client (/v1/, X-API-Key) and
 // admin (/v1/admin, bearer) operation can answer.
+// Every operation but health, readiness and metrics may answer 503
+// overloaded (SPEC 9).
 var (
-	client = []int{401, 429, 500}
-	admin  = []int{401, 403, 500}
+	client = []int{401, 429, 500, 503}
+	admin  = []int{401, 403, 500, 503}
 )
 
 // specEndpoints mirrors every endpoint of SPEC.md (sections 3, 5 and 7).
@@ -70,12 +72,13 @@ var specEndpoints = []endpoint{
 	{"GET", "/v1/admin/dlq", append([]int{200}, admin...)},
 	{"POST", "/v1/admin/dlq/{id}/redeliver", append([]int{202, 404}, admin...)},
 	{"DELETE", "/v1/admin/dlq/{id}", append([]int{204, 404}, admin...)},
-	{"GET", "/problems/{slug}", []int{200, 404}},
-	{"GET", "/", []int{200}},
+	{"GET", "/v1/admin/readyz", append([]int{200}, admin...)},
+	{"GET", "/problems/{slug}", []int{200, 404, 503}},
+	{"GET", "/", []int{200, 503}},
 	{"GET", "/metrics", []int{200}},
 	{"GET", "/healthz", []int{200}},
 	{"GET", "/readyz", []int{200, 503}},
-	{"GET", "/openapi.yaml", []int{200}},
+	{"GET", "/openapi.yaml", []int{200, 503}},
 }
 
 func TestEveryEndpointOfSpecIsDocumented(t *testing.T) {
@@ -229,6 +232,14 @@ func TestCheck(t *testing.T) {
 		}
 		return h
 	}
+	without := func(h http.Header, k string) http.Header {
+		h = h.Clone()
+		h.Del(k)
+		return h
+	}
+	voucherHeaders := http.Header{"Content-Type": {"application/pdf"}, "Cache-Control": {"no-store"},
+		"X-Content-Type-Options": {"nosniff"}, "Content-Security-Policy": {"sandbox; default-src 'none'"},
+		"Content-Disposition": {`attachment; filename="caba-Q-1.pdf"`}}
 	edit := func(doc, old, new string) string {
 		if !strings.Contains(doc, old) {
 			t.Fatalf("test bug: %q not in document", old)
@@ -292,9 +303,9 @@ func TestCheck(t *testing.T) {
 		{"coverage", "GET", "/v1/sources", 200, jsonCT,
 			`{"sources": [{"id": "caba", "jurisdiction": "CABA", "operations": {"by_domain": {"available": true}, "voucher": {"available": false}}}]}`, true},
 		{"voucher pdf", "GET", "/v1/sources/caba/infractions/Q%2F10442/voucher", 200,
-			http.Header{"Content-Type": {"application/pdf"}}, "%PDF-1.7\n…", true},
+			with(voucherHeaders, "Content-Disposition", `attachment; filename="caba-Q_10442.pdf"`), "%PDF-1.7\n…", true},
 		{"voucher other type", "GET", "/v1/sources/caba/infractions/Q-1/voucher", 200,
-			http.Header{"Content-Type": {"image/png"}}, "\x89PNG", true},
+			with(voucherHeaders, "Content-Type", "image/png", "Content-Disposition", `attachment; filename="caba-Q-1.png"`), "\x89PNG", true},
 		{"voucher circuit open", "GET", "/v1/sources/caba/infractions/Q-1/voucher", 503,
 			with(problemCT, "Retry-After", "17"),
 			`{"type": "https://x.example/problems/circuit-open", "title": "Source not consulted: circuit open", "status": 503, "retry_after": 17}`, true},
@@ -341,8 +352,28 @@ func TestCheck(t *testing.T) {
 		{"metrics", "GET", "/metrics", 200,
 			http.Header{"Content-Type": {"text/plain; version=0.0.4; charset=utf-8"}}, "# HELP x\n", true},
 		{"healthz", "GET", "/healthz", 200, jsonCT, `{"status": "ok"}`, true},
-		{"readyz degraded", "GET", "/readyz", 503, jsonCT,
-			`{"status": "degraded", "checks": {"redis": {"status": "failed", "detail": "connection refused"}}}`, true},
+		{"readyz unavailable", "GET", "/readyz", 503, jsonCT,
+			`{"status": "unavailable", "checks": {"redis": {"status": "unavailable"}}}`, true},
+		{"readyz degraded", "GET", "/readyz", 200, jsonCT, `{"status": "degraded", "checks": {"redis": {"status": "degraded"}}}`, true},
+		{"readyz with detail", "GET", "/readyz", 503, jsonCT,
+			`{"status": "unavailable", "checks": {"redis": {"status": "unavailable", "detail": "dial tcp 10.0.0.7:6379: connection refused"}}}`, false},
+		{"readyz with an address", "GET", "/readyz", 200, jsonCT,
+			`{"status": "ok", "checks": {"redis": {"status": "ok"}}, "addr": "10.0.0.7:6379"}`, false},
+		{"readyz status failed", "GET", "/readyz", 503, jsonCT, `{"status": "unavailable", "checks": {"redis": {"status": "failed"}}}`, false},
+		{"admin readyz with detail", "GET", "/v1/admin/readyz", 200, jsonCT,
+			`{"status": "unavailable", "checks": {"redis": {"status": "unavailable", "detail": "dial tcp 10.0.0.7:6379: connection refused"}}}`, true},
+		{"overloaded", "GET", "/v1/sources", 503, with(problemCT, "Retry-After", "1", "Cache-Control", "no-store"),
+			`{"type": "https://x.example/problems/overloaded", "title": "Overloaded", "status": 503, "retry_after": 1}`, true},
+		{"overloaded query", "GET", "/v1/infractions", 503, with(problemCT, "Retry-After", "1", "Cache-Control", "no-store"),
+			`{"type": "https://x.example/problems/overloaded", "title": "Overloaded", "status": 503, "retry_after": 1}`, true},
+		{"overloaded without Retry-After", "GET", "/v1/sources", 503, with(problemCT, "Cache-Control", "no-store"),
+			`{"type": "https://x.example/problems/overloaded", "title": "Overloaded", "status": 503, "retry_after": 1}`, false},
+		{"voucher", "GET", "/v1/sources/caba/infractions/Q-1/voucher", 200, voucherHeaders, "%PDF-1.4", true},
+		{"voucher without nosniff", "GET", "/v1/sources/caba/infractions/Q-1/voucher", 200, without(voucherHeaders, "X-Content-Type-Options"), "%PDF-1.4", false},
+		{"voucher without CSP", "GET", "/v1/sources/caba/infractions/Q-1/voucher", 200, without(voucherHeaders, "Content-Security-Policy"), "%PDF-1.4", false},
+		{"voucher inline", "GET", "/v1/sources/caba/infractions/Q-1/voucher", 200, with(voucherHeaders, "Content-Disposition", "inline"), "%PDF-1.4", false},
+		{"voucher with a quote in its name", "GET", "/v1/sources/caba/infractions/Q-1/voucher", 200,
+			with(voucherHeaders, "Content-Disposition", `attachment; filename="a"b.pdf"`), "%PDF-1.4", false},
 		{"openapi", "GET", "/openapi.yaml", 200, http.Header{"Content-Type": {"application/yaml"}}, string(api.Spec), true},
 		{"HEAD openapi", "HEAD", "/openapi.yaml", 200, http.Header{"Content-Type": {"application/yaml"}}, "", true},
 		{"unknown path 404", "GET", "/nope", 404, problemCT, notFound, true},

@@ -186,7 +186,7 @@ func New(cfg *config.Config, opts Options) (*App, error) {
 		Engine: a.Engine, Breakers: a.Breakers, Limiter: a.Limiter, Metrics: m, Problems: catalog,
 		Logger: opts.Logger, Deadline: time.Duration(cfg.Query.Deadline), MaxDeadline: time.Duration(cfg.Query.MaxDeadline),
 		AdminToken: cfg.Server.AdminToken, Keys: keys, Now: opts.Now, Async: a.Async,
-		Ready: ready, ShareSettings: share,
+		Ready: ready, ShareSettings: share, MaxInFlight: cfg.Server.MaxInFlight,
 	})
 	a.Async.Start()
 	built = true
@@ -208,6 +208,7 @@ func sourceSpec(sc config.Source) sources.Spec {
 		Location: sc.Location, Currency: sc.Currency, MaxResponseBytes: sc.MaxResponseBytes,
 		Format: sc.Response.Format, Charset: sc.Response.Charset, Namespaces: sc.Response.Namespaces,
 		NotFound: sc.Response.NotFound, Unavailable: sc.Response.Unavailable,
+		VoucherTypes: sc.VoucherTypes, VoucherMaxBytes: sc.VoucherMaxBytes,
 	}
 	if p := sc.Pagination; p != nil {
 		spec.Pagination = sources.Pagination{Style: p.Style, Size: p.Size, Next: p.Next, MaxPages: p.MaxPages}

@@ -51,6 +51,10 @@ type Server struct {
 	AdminToken string `yaml:"admin_token" json:"admin_token"`
 	// APIKeys, when not empty, makes X-API-Key mandatory on client endpoints.
 	APIKeys []APIKey `yaml:"api_keys" json:"api_keys"`
+	// MaxInFlight bounds the requests this replica serves at once (health,
+	// readiness and metrics excepted); above it the answer is 503
+	// overloaded (SPEC 9). Default 1024.
+	MaxInFlight int `yaml:"max_in_flight" json:"max_in_flight"`
 }
 
 // APIKey is one client credential with its own request budget.
@@ -126,13 +130,17 @@ type RateLimit struct {
 
 // Defaults are the settings every source inherits and may override.
 type Defaults struct {
-	Timeout          Duration  `yaml:"timeout" json:"timeout"`
-	TimeZone         string    `yaml:"time_zone" json:"time_zone"`
-	Currency         string    `yaml:"currency" json:"currency"`
-	MaxResponseBytes int64     `yaml:"max_response_bytes" json:"max_response_bytes"`
-	Retry            Retry     `yaml:"retry" json:"retry"`
-	Breaker          Breaker   `yaml:"breaker" json:"breaker"`
-	RateLimit        RateLimit `yaml:"rate_limit" json:"rate_limit"`
+	Timeout          Duration `yaml:"timeout" json:"timeout"`
+	TimeZone         string   `yaml:"time_zone" json:"time_zone"`
+	Currency         string   `yaml:"currency" json:"currency"`
+	MaxResponseBytes int64    `yaml:"max_response_bytes" json:"max_response_bytes"`
+	// VoucherTypes are the media types a voucher is relayed with (SPEC 9).
+	VoucherTypes []string `yaml:"voucher_types" json:"voucher_types"`
+	// VoucherMaxBytes bounds a relayed voucher (SPEC 9).
+	VoucherMaxBytes int64     `yaml:"voucher_max_bytes" json:"voucher_max_bytes"`
+	Retry           Retry     `yaml:"retry" json:"retry"`
+	Breaker         Breaker   `yaml:"breaker" json:"breaker"`
+	RateLimit       RateLimit `yaml:"rate_limit" json:"rate_limit"`
 }
 
 // Source is one jurisdiction's portal with its effective settings.
@@ -164,6 +172,8 @@ type Source struct {
 	Location         *time.Location `yaml:"-" json:"-"`
 	Currency         string         `yaml:"currency" json:"currency"`
 	MaxResponseBytes int64          `yaml:"max_response_bytes" json:"max_response_bytes"`
+	VoucherTypes     []string       `yaml:"voucher_types" json:"voucher_types"`
+	VoucherMaxBytes  int64          `yaml:"voucher_max_bytes" json:"voucher_max_bytes"`
 	Retry            Retry          `yaml:"retry" json:"retry"`
 	Breaker          Breaker        `yaml:"breaker" json:"breaker"`
 	RateLimit        RateLimit      `yaml:"rate_limit" json:"rate_limit"`

@@ -205,6 +205,9 @@ func TestBuiltinDefaults(t *testing.T) {
 		{"defaults.time_zone", c.Defaults.TimeZone, "America/Argentina/Buenos_Aires"},
 		{"defaults.currency", c.Defaults.Currency, "ARS"},
 		{"defaults.max_response_bytes", c.Defaults.MaxResponseBytes, int64(2097152)},
+		{"defaults.voucher_types", c.Defaults.VoucherTypes, []string{"application/pdf", "image/png", "image/jpeg"}},
+		{"defaults.voucher_max_bytes", c.Defaults.VoucherMaxBytes, int64(10485760)},
+		{"server.max_in_flight", c.Server.MaxInFlight, 1024},
 		{"defaults.retry", c.Defaults.Retry, Retry{2, d("100ms"), d("60s")}},
 		{"defaults.breaker", c.Defaults.Breaker, Breaker{d("60s"), 10, 0.5, 0, d("30s"), 0, []int{500, 502, 503, 504}}},
 		{"defaults.rate_limit", c.Defaults.RateLimit, RateLimit{0, 0, d("500ms"), d("10m")}},
@@ -732,5 +735,48 @@ func TestDuration(t *testing.T) {
 	out, err := yaml.Marshal(y)
 	if err != nil || string(out) != "d: 250ms\n" {
 		t.Errorf("yaml.Marshal: got %q, %v", out, err)
+	}
+}
+
+// voucher_types and voucher_max_bytes are inherited from defaults and
+// overridden per source like max_response_bytes (SPEC 9); a source's list
+// replaces the inherited one whole, and owns its copy.
+func TestVoucherSettingsMerge(t *testing.T) {
+	t.Parallel()
+	const data = `
+server: {max_in_flight: 4}
+defaults: {voucher_types: [application/pdf], voucher_max_bytes: 2048}
+sources:
+  - id: a
+    jurisdiction: A
+    base_url: http://a.example
+    operations: {voucher: {path: "/v/{infraction_id}"}}
+  - id: b
+    jurisdiction: B
+    base_url: http://b.example
+    operations: {voucher: {path: "/v/{infraction_id}"}}
+    voucher_types: [image/png, IMAGE/JPEG]
+    voucher_max_bytes: 1
+`
+	c := mustParse(t, data, nil)
+	a, b := c.Sources[0], c.Sources[1]
+	checks := []struct {
+		name      string
+		got, want any
+	}{
+		{"server.max_in_flight", c.Server.MaxInFlight, 4},
+		{"a.voucher_types", a.VoucherTypes, []string{"application/pdf"}},
+		{"a.voucher_max_bytes", a.VoucherMaxBytes, int64(2048)},
+		{"b.voucher_types", b.VoucherTypes, []string{"image/png", "IMAGE/JPEG"}},
+		{"b.voucher_max_bytes", b.VoucherMaxBytes, int64(1)},
+	}
+	for _, tc := range checks {
+		if !reflect.DeepEqual(tc.got, tc.want) {
+			t.Errorf("%s: got %v, want %v", tc.name, tc.got, tc.want)
+		}
+	}
+	a.VoucherTypes[0] = "text/html"
+	if c.Defaults.VoucherTypes[0] != "application/pdf" {
+		t.Errorf("source and defaults share voucher_types")
 	}
 }

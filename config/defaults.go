@@ -13,7 +13,7 @@ import (
 // SPEC 6 and no sources.
 func builtin() *Config {
 	return &Config{
-		Server: Server{Listen: "127.0.0.1:8080"},
+		Server: Server{Listen: "127.0.0.1:8080", MaxInFlight: 1024},
 		Query: Query{
 			Deadline:    Duration(3 * time.Second),
 			MaxDeadline: Duration(10 * time.Second),
@@ -34,6 +34,8 @@ func builtin() *Config {
 			TimeZone:         "America/Argentina/Buenos_Aires",
 			Currency:         "ARS",
 			MaxResponseBytes: 2 << 20,
+			VoucherTypes:     []string{"application/pdf", "image/png", "image/jpeg"},
+			VoucherMaxBytes:  10 << 20,
 			Retry: Retry{
 				MaxRetries:     2,
 				InitialBackoff: Duration(100 * time.Millisecond),
@@ -66,6 +68,8 @@ func inherit(d Defaults) Source {
 		TimeZone:         d.TimeZone,
 		Currency:         d.Currency,
 		MaxResponseBytes: d.MaxResponseBytes,
+		VoucherTypes:     slices.Clone(d.VoucherTypes),
+		VoucherMaxBytes:  d.VoucherMaxBytes,
 		Retry:            d.Retry,
 		Breaker:          d.Breaker.clone(),
 		RateLimit:        d.RateLimit,
@@ -79,6 +83,8 @@ func (s Source) settings() Defaults {
 		TimeZone:         s.TimeZone,
 		Currency:         s.Currency,
 		MaxResponseBytes: s.MaxResponseBytes,
+		VoucherTypes:     s.VoucherTypes,
+		VoucherMaxBytes:  s.VoucherMaxBytes,
 		Retry:            s.Retry,
 		Breaker:          s.Breaker,
 		RateLimit:        s.RateLimit,

@@ -100,6 +100,9 @@ func validateServer(errs *Errors, s Server) {
 	if msg := checkListen(s.Listen); msg != "" {
 		errs.add("server.listen", "%s", msg)
 	}
+	if s.MaxInFlight < 1 {
+		errs.add("server.max_in_flight", "must be at least 1")
+	}
 	names := map[string]int{}
 	keys := map[string]int{}
 	for i, k := range s.APIKeys {
@@ -206,6 +209,10 @@ func validateSettings(prefix string, s Defaults, zone func(string) (*time.Locati
 	if s.MaxResponseBytes <= 0 {
 		errs.add(child(prefix, "max_response_bytes"), "must be positive")
 	}
+	validateVoucherTypes(&errs, child(prefix, "voucher_types"), s.VoucherTypes)
+	if s.VoucherMaxBytes <= 0 {
+		errs.add(child(prefix, "voucher_max_bytes"), "must be positive")
+	}
 
 	r, rp := s.Retry, child(prefix, "retry")
 	if r.MaxRetries < 0 {
@@ -236,6 +243,20 @@ func validateSettings(prefix string, s Defaults, zone func(string) (*time.Locati
 		errs.add(child(lp, "max_pause"), "must be positive")
 	}
 	return errs
+}
+
+// validateVoucherTypes checks a voucher_types list: at least one media
+// type, each type/subtype without parameters or wildcards.
+func validateVoucherTypes(errs *Errors, p string, types []string) {
+	if len(types) == 0 {
+		errs.add(p, "must list at least one media type, such as application/pdf")
+	}
+	for i, t := range types {
+		typ, sub, ok := strings.Cut(t, "/")
+		if !ok || !validToken(typ) || !validToken(sub) || strings.Contains(t, "*") {
+			errs.add(index(p, i), "want a media type such as application/pdf (type/subtype, no parameters, no wildcards), got %q", t)
+		}
+	}
 }
 
 // validCurrency reports whether c is three upper-case ASCII letters.

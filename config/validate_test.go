@@ -52,6 +52,8 @@ func TestValidation(t *testing.T) {
 		{"listen not host:port", doc(`server: {listen: "nonsense"}`), []want{{"server.listen", "want host:port"}}},
 		{"listen bad port", doc(`server: {listen: "127.0.0.1:99999"}`), []want{{"server.listen", "want host:port"}}},
 		{"listen empty", doc(`server: {listen: ""}`), []want{{"server.listen", "required"}}},
+		{"max_in_flight zero", doc(`server: {max_in_flight: 0}`), []want{{"server.max_in_flight", "must be at least 1"}}},
+		{"max_in_flight negative", doc(`server: {max_in_flight: -5}`), []want{{"server.max_in_flight", "must be at least 1"}}},
 		{"api key incomplete", doc(`server: {api_keys: [{rps: 0, burst: -1}]}`), []want{
 			{"server.api_keys[0].name", "required"},
 			{"server.api_keys[0].key", "required"},
@@ -89,6 +91,18 @@ func TestValidation(t *testing.T) {
 			{"defaults.time_zone", `unknown time zone "Mars/Olympus"`},
 			{"defaults.currency", `want a three-letter upper-case ISO 4217 code such as ARS, got "ars"`},
 			{"defaults.max_response_bytes", "must be positive"},
+		}},
+		{"defaults vouchers", doc(`defaults: {voucher_types: [application/pdf, pdf, "image/*", "text/html; charset=utf-8", "a b/c"], voucher_max_bytes: 0}`, src(), src("id: other")), []want{
+			{"defaults.voucher_types[1]", `want a media type such as application/pdf (type/subtype, no parameters, no wildcards), got "pdf"`},
+			{"defaults.voucher_types[2]", `got "image/*"`},
+			{"defaults.voucher_types[3]", `got "text/html; charset=utf-8"`},
+			{"defaults.voucher_types[4]", `got "a b/c"`},
+			{"defaults.voucher_max_bytes", "must be positive"},
+		}},
+		{"defaults voucher_types empty", doc(`defaults: {voucher_types: []}`), []want{{"defaults.voucher_types", "must list at least one media type"}}},
+		{"source vouchers", doc("", src("voucher_types: []", "voucher_max_bytes: -1")), []want{
+			{"sources[0].voucher_types", "must list at least one media type"},
+			{"sources[0].voucher_max_bytes", "must be positive"},
 		}},
 		{"defaults time_zone empty", doc(`defaults: {time_zone: ""}`), []want{{"defaults.time_zone", "required"}}},
 		{"defaults retry", doc(`defaults: {retry: {max_retries: -1, initial_backoff: -1s, max_backoff: -2s}}`), []want{

@@ -23,6 +23,10 @@ type outcome struct {
 	// release frees the call's context; set on success, for a caller that
 	// still reads the answer (a voucher streaming through).
 	release context.CancelFunc
+	// observe reports the call to the Observer; set on a voucher's success,
+	// whose outcome is known once its body has been relayed (an oversized
+	// body is source-error after all).
+	observe func(aggregator.Outcome)
 }
 
 // attempt makes one call to the portal under ctx, which carries the
@@ -75,7 +79,11 @@ func (e *Engine) call(ctx context.Context, m Member, op aggregator.Operation, do
 		elapsed := e.opts.Now().Sub(start)
 		res := classify(ctx, status, pause, err)
 		c.Done(context.WithoutCancel(ctx), breaker.Report{Outcome: res.outcome, Status: res.status, Elapsed: elapsed, RetryAfter: res.retryAfter})
-		e.observe(source, op, res.outcome, elapsed)
+		if res.outcome == aggregator.Succeeded && op == aggregator.Voucher {
+			res.observe = func(o aggregator.Outcome) { e.observe(source, op, o, elapsed) }
+		} else {
+			e.observe(source, op, res.outcome, elapsed)
+		}
 		// Any answer that asked for a pause sets it (SPEC 4.2): a 429, a
 		// 503 with Retry-After, or an exhausted RateLimit quota on any
 		// status, a 4xx or an unreadable 2xx included.

@@ -14,6 +14,15 @@ import (
 // Voucher fetches a payment voucher from source under the breaker of
 // (breaker_key, voucher). On success the caller streams and closes the body
 // before the call's own timeout; otherwise the problem says why (SPEC 3.2).
+// A voucher the source refuses to relay (a media type outside its
+// voucher_types, a Content-Length over voucher_max_bytes) is a 502
+// source-error, which the breaker does not count (SPEC 9).
+//
+// The breaker hears of a voucher call when its head arrives; the Observer
+// (metrics) once its body is closed, with the outcome of the whole
+// transfer: a body that turned out longer than voucher_max_bytes is
+// source-error (outcome "error"), one the portal broke off is unavailable
+// or timeout.
 func (e *Engine) Voucher(ctx context.Context, source, infractionID string, budget time.Duration) (*sources.Voucher, *problem.Problem) {
 	m, ok := e.Member(source)
 	if !ok || !m.Source.Supports(aggregator.Voucher, "") {
@@ -32,8 +41,14 @@ func (e *Engine) Voucher(ctx context.Context, source, infractionID string, budge
 		return 0, v.Pause, nil
 	})
 	if res.outcome == aggregator.Succeeded {
-		release := res.release
-		v.Body = &releasingBody{ReadCloser: v.Body, release: func() { release(); cancel() }}
+		release, observe := res.release, res.observe
+		v.Body = &releasingBody{ReadCloser: v.Body, release: func(err error) {
+			if observe != nil {
+				observe(streamOutcome(ctx, err))
+			}
+			release()
+			cancel()
+		}}
 		return v, nil
 	}
 	cancel()
@@ -55,15 +70,47 @@ func (e *Engine) Voucher(ctx context.Context, source, infractionID string, budge
 	return nil, p
 }
 
-// releasingBody frees the call's context when the body is closed.
+// streamOutcome classifies how the relay of a voucher's body ended: err is
+// the first error its reads met (nil when none did, or the body was closed
+// before its end). ctx is the request's: when it ended, the caller cut the
+// transfer short.
+func streamOutcome(ctx context.Context, err error) aggregator.Outcome {
+	switch {
+	case err == nil:
+		return aggregator.Succeeded
+	case errors.Is(err, sources.ErrVoucherTooLarge):
+		return aggregator.Unreadable
+	case ctx.Err() != nil:
+		return aggregator.Deadline
+	case errors.Is(err, context.DeadlineExceeded):
+		return aggregator.Timeout
+	}
+	return aggregator.Unavailable
+}
+
+// releasingBody frees the call's context when the body is closed, and
+// reports the first read error it saw.
 type releasingBody struct {
 	io.ReadCloser
-	release func()
+	release func(err error)
+	err     error
+	closed  bool
+}
+
+func (b *releasingBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err != nil && err != io.EOF && b.err == nil {
+		b.err = err
+	}
+	return n, err
 }
 
 func (b *releasingBody) Close() error {
 	err := b.ReadCloser.Close()
-	b.release()
+	if !b.closed {
+		b.closed = true
+		b.release(b.err)
+	}
 	return err
 }
 

@@ -39,6 +39,7 @@ const (
 	NotFound          Slug = "not-found"
 	MethodNotAllowed  Slug = "method-not-allowed"
 	TooManyRequests   Slug = "too-many-requests"
+	Overloaded        Slug = "overloaded"
 	Internal          Slug = "internal"
 )
 
@@ -81,6 +82,8 @@ var Catalogue = []Kind{
 		"The route exists but does not accept this HTTP method; the Allow header lists those it does."},
 	{TooManyRequests, "Too many requests", http.StatusTooManyRequests,
 		"The client's own request budget is spent. Retry-After says when it refills."},
+	{Overloaded, "Overloaded", http.StatusServiceUnavailable,
+		"This replica is already serving as many requests as server.max_in_flight allows, so it answered at once without doing the work. Retry-After (1 second) says when to try again; another replica may have room now."},
 	{Internal, "Internal error", http.StatusInternalServerError,
 		"Something went wrong inside the service. Nothing more is disclosed; the operators have the details in their logs."},
 }

@@ -33,6 +33,7 @@ func TestCatalogNew(t *testing.T) {
 		{problem.NotFound, 404},
 		{problem.MethodNotAllowed, 405},
 		{problem.TooManyRequests, 429},
+		{problem.Overloaded, 503},
 		{problem.Internal, 500},
 	}
 	for _, tt := range tests {

@@ -1,6 +1,8 @@
 package server
 
 import (
+	"strings"
+
 	"github.com/gin-gonic/gin"
 
 	"github.com/multas/aggregator/problem"
@@ -29,6 +31,8 @@ func (s *Server) apiKeys(c *gin.Context) {
 	c.Next()
 }
 
+// isAdmin reports whether path is /v1/admin or under it.
 func isAdmin(path string) bool {
-	return len(path) >= len("/v1/admin") && path[:len("/v1/admin")] == "/v1/admin"
+	rest, ok := strings.CutPrefix(path, "/v1/admin")
+	return ok && (rest == "" || rest[0] == '/')
 }

@@ -53,34 +53,56 @@ func (d *degraded) Error() string { return d.err.Error() }
 // Degraded wraps err so that /readyz reports "degraded" with 200.
 func Degraded(err error) error { return &degraded{err: err} }
 
-// readyz runs every readiness check (the shared store, when used).
-func (s *Server) readyz(c *gin.Context) {
-	ctx, cancel := context.WithTimeout(c.Request.Context(), 2*time.Second)
+// checkResult is one readiness check in /readyz (Status only) and in
+// /v1/admin/readyz (with Detail, the error text).
+type checkResult struct {
+	Status string `json:"status"`
+	Detail string `json:"detail,omitempty"`
+}
+
+// readiness runs every readiness check (the shared store, when used): each
+// is ok, degraded (the replica serves on with less) or unavailable (it
+// cannot serve). The HTTP status is 503 when any is unavailable.
+func (s *Server) readiness(ctx context.Context) (status string, code int, checks map[string]checkResult) {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	status, code := "ok", http.StatusOK
-	type result struct {
-		Status string `json:"status"`
-		Detail string `json:"detail,omitempty"`
-	}
-	checks := map[string]result{}
+	status, code = "ok", http.StatusOK
+	checks = map[string]checkResult{}
 	for name, check := range s.opts.Ready {
 		err := check(ctx)
 		var d *degraded
 		switch {
 		case errors.As(err, &d):
-			checks[name] = result{Status: "degraded", Detail: d.err.Error()}
+			checks[name] = checkResult{Status: "degraded", Detail: d.err.Error()}
 			if code == http.StatusOK {
 				status = "degraded"
 			}
-			continue
 		case err != nil:
-			checks[name] = result{Status: "failed", Detail: err.Error()}
+			checks[name] = checkResult{Status: "unavailable", Detail: err.Error()}
 			status, code = "unavailable", http.StatusServiceUnavailable
-			continue
+		default:
+			checks[name] = checkResult{Status: "ok"}
 		}
-		checks[name] = result{Status: "ok"}
+	}
+	return status, code, checks
+}
+
+// readyz is GET /readyz. Unauthenticated callers learn each check's state
+// only: no address, no error text (SPEC 9); /v1/admin/readyz has those.
+func (s *Server) readyz(c *gin.Context) {
+	status, code, checks := s.readiness(c.Request.Context())
+	for name, r := range checks {
+		checks[name] = checkResult{Status: r.Status}
 	}
 	writeJSON(c, code, map[string]any{"status": status, "checks": checks})
+}
+
+// adminReadyz is GET /v1/admin/readyz: the readiness checks with the
+// error text of each that is not ok, for operators. It answers 200 (the
+// request itself succeeded); status says whether the replica is ready.
+func (s *Server) adminReadyz(c *gin.Context) {
+	status, _, checks := s.readiness(c.Request.Context())
+	writeJSON(c, http.StatusOK, map[string]any{"status": status, "checks": checks})
 }
 
 func (s *Server) openapi(c *gin.Context) {

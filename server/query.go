@@ -14,6 +14,7 @@ import (
 	"github.com/multas/aggregator/breaker"
 	"github.com/multas/aggregator/fanout"
 	"github.com/multas/aggregator/problem"
+	"github.com/multas/aggregator/sources"
 )
 
 // infractions is GET /v1/infractions (SPEC 3.1).
@@ -166,29 +167,31 @@ func (s *Server) coverage(c *gin.Context) {
 }
 
 // voucher is GET /v1/sources/{source}/infractions/{infraction_id}/voucher
-// (SPEC 3.2): the portal's voucher streamed through.
+// (SPEC 3.2): the portal's voucher streamed through, with the headers that
+// keep a browser from running it (SPEC 9, voucherHeaders).
 func (s *Server) voucher(c *gin.Context) {
-	v, p := s.opts.Engine.Voucher(c.Request.Context(), c.Param("source"), c.Param("infraction_id"), s.opts.MaxDeadline)
+	source, id := c.Param("source"), c.Param("infraction_id")
+	v, p := s.opts.Engine.Voucher(c.Request.Context(), source, id, s.opts.MaxDeadline)
 	noStore(c)
 	if p != nil {
 		s.fail(c, p, nil)
 		return
 	}
 	defer v.Body.Close()
-	ct := v.ContentType
-	if ct == "" {
-		ct = "application/octet-stream"
-	}
-	c.Header("Content-Type", ct)
+	voucherHeaders(c.Writer.Header(), source, id, v)
 	c.Status(http.StatusOK)
 	if n, err := io.Copy(c.Writer, v.Body); err != nil {
 		if n == 0 && !c.Writer.Written() {
 			// Nothing is out yet: answer as for a call that failed.
-			slug := problem.SourceUnavailable
-			if errors.Is(err, context.DeadlineExceeded) {
+			slug, detail := problem.SourceUnavailable, "The portal broke off its voucher."
+			switch {
+			case errors.Is(err, sources.ErrVoucherTooLarge):
+				slug, detail = problem.SourceError, "The voucher is larger than the source's voucher_max_bytes."
+			case errors.Is(err, context.DeadlineExceeded):
 				slug = problem.SourceTimeout
 			}
-			s.failSlug(c, slug, "The portal broke off its voucher.")
+			clearVoucherHeaders(c.Writer.Header())
+			s.failSlug(c, slug, detail)
 			return
 		}
 		// The status is out: abort the response (as httputil.ReverseProxy

@@ -42,11 +42,40 @@ func (s *Server) failSlug(c *gin.Context, slug problem.Slug, detail string) {
 }
 
 func (s *Server) notFound(c *gin.Context) {
+	if s.adminRefused(c) {
+		return
+	}
 	s.failSlug(c, problem.NotFound, "No such resource.")
 }
 
 func (s *Server) methodNotAllowed(c *gin.Context) {
+	if s.adminRefused(c) {
+		return
+	}
 	s.failSlug(c, problem.MethodNotAllowed, fmt.Sprintf("%s is not allowed here.", c.Request.Method))
+}
+
+// adminRefused authenticates a request under /v1/admin that no route
+// matched, as the admin routes do: without the admin token it gets the 401
+// (or, with no token configured, the 403) of a known admin route, so that
+// an unauthenticated caller cannot tell which admin paths exist (SPEC 9).
+// It reports whether it answered.
+func (s *Server) adminRefused(c *gin.Context) bool {
+	if !isAdmin(c.Request.URL.Path) {
+		return false
+	}
+	// The router has set Allow on a known path: it would tell the path exists.
+	h := c.Writer.Header()
+	allow := h.Values("Allow")
+	h.Del("Allow")
+	s.adminAuth(c) // on success it calls c.Next: nothing is left to run
+	if c.IsAborted() {
+		return true
+	}
+	if len(allow) > 0 {
+		h["Allow"] = allow
+	}
+	return false
 }
 
 // recoverer turns a panic into a 500 problem that discloses nothing.

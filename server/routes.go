@@ -3,7 +3,7 @@ package server
 // routes lists the whole API at a glance.
 func (s *Server) routes() {
 	r := s.router
-	r.Use(s.recoverer, s.accessLog)
+	r.Use(s.limitInFlight, s.recoverer, s.accessLog)
 	r.NoRoute(s.notFound)
 	r.NoMethod(s.methodNotAllowed)
 
@@ -23,6 +23,7 @@ func (s *Server) routes() {
 	admin.GET("/dlq", s.listDLQ)
 	admin.POST("/dlq/:id/redeliver", s.redeliverDLQ)
 	admin.DELETE("/dlq/:id", s.deleteDLQ)
+	admin.GET("/readyz", s.adminReadyz)
 
 	r.GET("/problems/:slug", s.problemPage)
 	r.GET("/healthz", s.healthz)

@@ -32,6 +32,7 @@ var adminRoutes = []struct{ method, path string }{
 	{http.MethodGet, "/v1/admin/dlq"},
 	{http.MethodPost, "/v1/admin/dlq/d_1/redeliver"},
 	{http.MethodDelete, "/v1/admin/dlq/d_1"},
+	{http.MethodGet, "/v1/admin/readyz"},
 }
 
 // Every admin route is closed (403) without a configured token, whatever

@@ -7,6 +7,7 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -44,12 +45,18 @@ type Options struct {
 	ShareSettings func(context.Context, breaker.ID, breaker.Settings) error
 	// Async serves the asynchronous queries and the DLQ; nil answers 404.
 	Async AsyncQueries
+	// MaxInFlight bounds the requests served at once, health, readiness
+	// and metrics excepted; DefaultMaxInFlight when zero (SPEC 9).
+	MaxInFlight int
 }
 
 // Server serves the API.
 type Server struct {
 	opts   Options
 	router *gin.Engine
+
+	inFlight    atomic.Int64 // requests being served (limitInFlight)
+	maxInFlight int64
 }
 
 // New builds the server and its routes.
@@ -61,7 +68,10 @@ func New(opts Options) *Server {
 		opts.Now = time.Now
 	}
 	gin.SetMode(gin.ReleaseMode)
-	s := &Server{opts: opts, router: gin.New()}
+	s := &Server{opts: opts, router: gin.New(), maxInFlight: int64(opts.MaxInFlight)}
+	if s.maxInFlight <= 0 {
+		s.maxInFlight = DefaultMaxInFlight
+	}
 	s.router.RedirectTrailingSlash = false
 	s.router.RedirectFixedPath = false
 	// Route on the escaped path, so that a parameter may hold an escaped

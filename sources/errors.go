@@ -62,7 +62,8 @@ func (e *Error) Unwrap() error { return e.Err }
 // cause when the caller gave one (context.WithTimeoutCause), so that the
 // caller can tell its own budget from the source's timeout. A timeout of
 // the network or of the http.Client is a Timeout too; anything else
-// (refused, reset, DNS, TLS, EOF before the headers) is Unavailable.
+// (refused, reset, DNS, TLS, EOF before the headers) is Unavailable, but a
+// redirect that was not followed (ErrRedirect) is Unreadable.
 func transportError(ctx context.Context, err error) *Error {
 	if cerr := ctx.Err(); cerr != nil {
 		if cause := context.Cause(ctx); cause != nil && cause != cerr {
@@ -71,6 +72,11 @@ func transportError(ctx context.Context, err error) *Error {
 		return &Error{Outcome: aggregator.Timeout, Err: cerr}
 	}
 	err = withoutURL(err)
+	if re := (*redirectError)(nil); errors.As(err, &re) {
+		// The portal answered, with a redirect we do not follow: its
+		// content, not its capacity.
+		return &Error{Outcome: aggregator.Unreadable, Err: re}
+	}
 	var ne net.Error
 	if errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()) {
 		return &Error{Outcome: aggregator.Timeout, Err: err}

@@ -97,18 +97,24 @@ type Spec struct {
 	Pagination Pagination
 	// Auth authenticates the calls: at most one of its kinds.
 	Auth Auth
+	// VoucherTypes are the media types a voucher may have (parameters
+	// ignored, case-insensitive); empty is DefaultVoucherTypes.
+	VoucherTypes []string
+	// VoucherMaxBytes bounds a voucher; 0 is DefaultVoucherMaxBytes.
+	VoucherMaxBytes int64
 }
 
 // Source calls one portal. It is safe for concurrent use.
 type Source struct {
 	spec     Spec
-	client   *http.Client
+	client   *http.Client // the caller's, with this source's redirect policy
 	now      func() time.Time
 	ops      [3]*operation // by opIndex
 	lookupH  http.Header   // headers of lookups, Accept included
 	voucherH http.Header
 	host     string
 	maxBytes int64
+	vouchers voucherPolicy
 	mapping  mapping
 	buffers  sync.Pool // of *[]byte, for lookup answers
 }
@@ -131,8 +137,15 @@ type Answer struct {
 // Voucher is a payment voucher being streamed from the portal. The caller
 // must close Body.
 type Voucher struct {
+	// ContentType is the portal's, re-written from its parsed form; its
+	// media type is one of the source's voucher types.
 	ContentType string
-	Body        io.ReadCloser
+	// MediaType is ContentType's media type, in lower case, without
+	// parameters.
+	MediaType string
+	// Body yields at most the source's voucher_max_bytes: a longer voucher
+	// makes a Read fail with ErrVoucherTooLarge.
+	Body io.ReadCloser
 	// Length is the body's length, or -1 when the portal did not say.
 	Length int64
 	// Pause > 0 when the answer asked us to back off (an exhausted
@@ -142,8 +155,10 @@ type Voucher struct {
 
 // New checks spec and compiles its templates and pointers. client makes
 // the calls (nil is http.DefaultClient; share one so connections are
-// pooled); now reads the clock for HTTP-date Retry-After values (nil is
-// time.Now). Every problem found is reported.
+// pooled): the source uses a copy of it, same Transport, whose
+// CheckRedirect follows redirects within the base URL's origin only, at
+// most MaxRedirects (SPEC 9). now reads the clock for HTTP-date Retry-After
+// values (nil is time.Now). Every problem found is reported.
 func New(spec Spec, client *http.Client, now func() time.Time) (*Source, error) {
 	if client == nil {
 		client = http.DefaultClient
@@ -151,7 +166,8 @@ func New(spec Spec, client *http.Client, now func() time.Time) (*Source, error) 
 	if now == nil {
 		now = time.Now
 	}
-	s := &Source{spec: cloneSpec(spec), client: client, now: now}
+	own := *client
+	s := &Source{spec: cloneSpec(spec), client: &own, now: now}
 	var errs []error
 	fail := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 
@@ -164,6 +180,11 @@ func New(spec Spec, client *http.Client, now func() time.Time) (*Source, error) 
 		fail("base_url: not a URL")
 	case base.Scheme != "http" && base.Scheme != "https", base.Host == "":
 		fail("base_url: must be an absolute http or https URL")
+	default:
+		own.CheckRedirect = checkRedirect(base)
+	}
+	if own.CheckRedirect == nil {
+		own.CheckRedirect = func(*http.Request, []*http.Request) error { return errForeignRedirect }
 	}
 	if len(spec.Operations) == 0 {
 		fail("operations: none configured")
@@ -191,6 +212,10 @@ func New(spec Spec, client *http.Client, now func() time.Time) (*Source, error) 
 		s.maxBytes = DefaultMaxResponseBytes
 	default:
 		s.maxBytes = spec.MaxResponseBytes
+	}
+
+	if s.vouchers, err = compileVoucherPolicy(spec.VoucherTypes, spec.VoucherMaxBytes); err != nil {
+		errs = append(errs, err)
 	}
 
 	s.mapping, err = compileMapping(spec)
@@ -384,8 +409,11 @@ func (s *Source) Lookup(ctx context.Context, q aggregator.Query) (Answer, error)
 // Voucher asks the portal for an infraction's payment voucher and returns
 // it for streaming, with the portal's content type. The portal's 404 is an
 // *Error with Status 404 wrapping ErrNotFound; other failures are
-// classified as for Lookup. The body is not size-limited: it is streamed,
-// never held in memory.
+// classified as for Lookup. A 2xx answer whose media type is not one of
+// the source's voucher types (or is missing, or unparsable), or whose
+// Content-Length exceeds voucher_max_bytes, is Unreadable (SPEC 9). The
+// body is streamed, never held in memory; reading more than
+// voucher_max_bytes of it fails with ErrVoucherTooLarge.
 func (s *Source) Voucher(ctx context.Context, infractionID string) (*Voucher, error) {
 	o := s.ops[opIndex(aggregator.Voucher)]
 	if o == nil {
@@ -401,14 +429,17 @@ func (s *Source) Voucher(ctx context.Context, infractionID string) (*Voucher, er
 		return nil, err
 	}
 	code := resp.StatusCode
-	if code >= 200 && code < 300 {
-		ct := resp.Header.Get("Content-Type")
-		if ct == "" {
-			ct = "application/octet-stream"
-		}
-		return &Voucher{ContentType: ct, Body: resp.Body, Length: resp.ContentLength, Pause: s.pause(resp)}, nil
-	}
 	pause := s.pause(resp)
+	if code >= 200 && code < 300 {
+		v, err := s.vouchers.check(resp)
+		if err != nil {
+			// Unread: a voucher may be large, and it is not wanted.
+			resp.Body.Close()
+			return nil, unreadable(code, pause, err)
+		}
+		v.Pause = pause
+		return v, nil
+	}
 	drain(resp.Body)
 	resp.Body.Close()
 	if code == http.StatusNotFound {
@@ -426,7 +457,11 @@ func (s *Source) do(ctx context.Context, o *operation, v *values, h http.Header)
 	}
 	resp, err := s.client.Do(req)
 	if err != nil {
-		return nil, transportError(ctx, err)
+		e := transportError(ctx, err)
+		if resp != nil && e.Outcome == aggregator.Unreadable {
+			e.Status = resp.StatusCode // the redirect not followed
+		}
+		return nil, e
 	}
 	return resp, nil
 }
@@ -569,6 +604,7 @@ func cloneSpec(spec Spec) Spec {
 	spec.StatusMap = maps.Clone(spec.StatusMap)
 	spec.Auth = spec.Auth.clone()
 	spec.Namespaces = maps.Clone(spec.Namespaces)
+	spec.VoucherTypes = slices.Clone(spec.VoucherTypes)
 	if spec.Operations != nil {
 		ops := make(map[aggregator.Operation]OperationSpec, len(spec.Operations))
 		for op, opSpec := range spec.Operations {

@@ -678,17 +678,6 @@ func TestVoucher(t *testing.T) {
 			t.Errorf("voucher = %q (%v), %q, %d; want %q, application/pdf, %d", b, err, v.ContentType, v.Length, pdf, len(pdf))
 		}
 	})
-	t.Run("default content type", func(t *testing.T) {
-		t.Parallel()
-		v, err := s.Voucher(context.Background(), "bare")
-		if err != nil {
-			t.Fatalf("Voucher: %v", err)
-		}
-		v.Body.Close()
-		if v.ContentType == "" {
-			t.Errorf("ContentType is empty")
-		}
-	})
 	tests := []struct {
 		id       string
 		outcome  aggregator.Outcome
@@ -701,6 +690,9 @@ func TestVoucher(t *testing.T) {
 		{id: "busy", outcome: aggregator.RateLimited, status: 429, pause: 8 * time.Second},
 		{id: "down", outcome: aggregator.Unavailable, status: 503},
 		{id: "other", outcome: aggregator.Rejected, status: 400},
+		// Sniffed by net/http as application/octet-stream: not a voucher
+		// type (TestVoucherTypes has the rest).
+		{id: "bare", outcome: aggregator.Unreadable, status: 200},
 	}
 	for _, tt := range tests {
 		t.Run(tt.id, func(t *testing.T) {

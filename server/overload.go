@@ -1,0 +1,49 @@
+package server
+
+import (
+	"github.com/gin-gonic/gin"
+
+	"github.com/multas/aggregator/problem"
+)
+
+// DefaultMaxInFlight is Options.MaxInFlight when it is zero (SPEC 9
+// `server.max_in_flight`).
+const DefaultMaxInFlight = 1024
+
+// limitInFlight is the first middleware: it bounds the requests being
+// served at once to Options.MaxInFlight. Above it, the answer is 503
+// overloaded with Retry-After: 1, at once: one atomic addition decides,
+// before any other middleware or handler runs. Health, readiness and
+// metrics are neither counted nor refused, so that probes and scrapes see
+// an overloaded replica as it is.
+func (s *Server) limitInFlight(c *gin.Context) {
+	switch c.Request.URL.Path {
+	case "/healthz", "/readyz", "/metrics":
+		c.Next()
+		return
+	}
+	if s.inFlight.Add(1) > s.maxInFlight {
+		s.inFlight.Add(-1)
+		s.overloaded(c)
+		return
+	}
+	defer s.inFlight.Add(-1)
+	c.Next()
+}
+
+// overloaded answers 503 overloaded, counted in the HTTP metrics like any
+// other answer.
+func (s *Server) overloaded(c *gin.Context) {
+	p := s.opts.Problems.New(problem.Overloaded, "This replica is serving as many requests as it may; try again shortly.")
+	one := 1
+	p.RetryAfter = &one
+	noStore(c) // it may stand in for any answer, query data included
+	s.fail(c, p, nil)
+	if s.opts.Metrics != nil {
+		route := c.FullPath()
+		if route == "" {
+			route = "unmatched"
+		}
+		s.opts.Metrics.HTTPRequest(route, c.Request.Method, p.Status, 0)
+	}
+}
