@@ -689,3 +689,40 @@ func FuzzStoredValues(f *testing.F) {
 		}
 	})
 }
+
+// TestUnreadableBreakerForgottenEverywhere: replicas that remember a
+// breaker open (and skip its portal without asking Redis) forget it once
+// its state is found unreadable and started afresh, by any replica: none
+// goes on skipping a portal that the admin API shows closed.
+func TestUnreadableBreakerForgottenEverywhere(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	clock := breakertest.NewClock()
+	s := breakertest.Settings()
+	s.OpenFor = time.Hour
+	rs := fleet(t, 2, clock.Now, s, redisstore.Options{})
+	a, b := rs[0], rs[1]
+	for range 10 {
+		call(t, a.set, fail)
+	}
+	for _, r := range rs {
+		if call(t, r.set, succeed) {
+			t.Fatal("a call went through an open breaker")
+		}
+	}
+	key := a.prefix + "{caba/by_domain}:breaker"
+	a.client.Set(ctx, key, marker, 0)
+	if got := state(t, b.set); got != breaker.Closed {
+		t.Fatalf("state read by b = %s, want closed", got)
+	}
+	if !call(t, b.set, succeed) {
+		t.Error("b, which read the state afresh, still refuses calls")
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for !call(t, a.set, succeed) {
+		if time.Now().After(deadline) {
+			t.Fatal("a still skips the portal, remembering the lost state")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

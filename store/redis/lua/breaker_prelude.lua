@@ -126,7 +126,8 @@ local CHECK = {
 }
 
 local raw, loaded, fresh = {}, {}, false
-local garbage = false -- something unreadable was found (and dropped)
+local garbage = false -- something unreadable was found
+local reborn = false  -- the hash was unreadable, deleted, started afresh
 local st, since, gen, ver, ou, pu, ot, cf = 'closed', now, 0, 0, 0, 0, 0, 0
 local last -- a transition made by this script
 
@@ -171,7 +172,7 @@ local function fetch(names)
     if bad or not VALID[raw.st] then
       -- Whatever is there without a readable state: the breaker starts
       -- afresh, closed, and is written back.
-      if redis.call('DEL', key) == 1 then garbage = true end
+      if redis.call('DEL', key) == 1 then garbage, reborn = true, true end
       raw, fresh, dirty = {}, true, true
     end
   end
@@ -179,6 +180,13 @@ local function fetch(names)
   since = num(raw.since)
   if fresh then since = now end
   gen, ver, ou, pu, ot, cf = num(raw.gen), num(raw.ver), num(raw.ou), num(raw.pu), num(raw.ot), num(raw.cf)
+  if reborn then
+    -- Replicas may have kept what the lost state said (open, say) at a
+    -- version of its own: the new state's version is above any counted
+    -- one (the clock, in microseconds), and published, so that they drop
+    -- it; permits of the lost generations are stale.
+    gen, ver, notify = now, now, true
+  end
 end
 
 local function parseBucket(v)
