@@ -478,3 +478,44 @@ func TestRedisPaceUnreadable(t *testing.T) {
 }
 
 const century = 100 * 365 * 24 * time.Hour
+
+// TestRetainCapsStoredExpiry: a stored query that reads well but expires
+// further ahead than max_wait (garbage, or a max_wait since lowered) is
+// not retried for ever: it expires max_wait after it was created.
+func TestRetainCapsStoredExpiry(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, _, _, _ := garbageStore(t)
+	p := newPortal(t)
+	p.setDown(503)
+	clock := newFakeClock()
+	eng, set := testEngine(t, p, clock.Now, nil)
+	recv := newReceiver(t, clock, 0)
+	m, err := New(Options{Engine: eng, Breakers: set, Store: s, Clock: clock, Resolver: resolver{}, AllowPrivate: true,
+		MaxWait: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := goodQuery()
+	q.CallbackURL = recv.srv.URL + "/hook"
+	q.CreatedAt, q.ExpiresAt = clock.Now(), clock.Now().Add(century)
+	if err := s.CreateQuery(ctx, q, clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	m.Start()
+	t.Cleanup(func() { _ = m.Close() })
+	for i := 0; len(recv.hooks()) == 0; i++ {
+		if i == 200 {
+			t.Fatal("the query is not delivered as expired two hours after it was created")
+		}
+		clock.Advance(time.Minute)
+		time.Sleep(2 * time.Millisecond)
+	}
+	var ev Event
+	if err := json.Unmarshal(recv.hooks()[0].body, &ev); err != nil || ev.Type != EventExpired {
+		t.Errorf("delivery %s, %v; want query.expired", recv.hooks()[0].body, err)
+	}
+	if at := recv.hooks()[0].at; at.After(q.CreatedAt.Add(time.Hour + 5*time.Minute)) {
+		t.Errorf("expired at %v, want about an hour after %v", at, q.CreatedAt)
+	}
+}
