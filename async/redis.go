@@ -60,8 +60,6 @@ func (s *RedisStore) queryDue() string          { return s.prefix + "q:due" }
 func (s *RedisStore) deliverDue() string        { return s.prefix + "d:due" }
 func (s *RedisStore) dlq() string               { return s.prefix + "dlq" }
 
-func ms(t time.Time) float64 { return float64(t.UnixMilli()) }
-
 // farAhead is how far ahead of now a due time may be: work scheduled
 // further (an absurd score) is claimed at once, to be looked at again.
 const farAhead = 24 * time.Hour

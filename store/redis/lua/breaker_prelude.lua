@@ -158,7 +158,8 @@ local function fetch(names)
       local v = vals[i]
       if v then
         raw[want[i]] = v
-        if not CHECK[want[i]](v) then bad = true end
+        local check = CHECK[want[i]]
+        if check and not check(v) then bad = true end
       end
     end
     -- Across fields (each one valid by now): an open breaker does not end
