@@ -20,7 +20,7 @@ func (a *App) newAsync(cfg *config.Config, opts Options) error {
 		if err != nil {
 			return err
 		}
-		store = async.NewRedisStore(c, cfg.Store.KeyPrefix+"async:")
+		store = async.NewRedisStore(c, cfg.Store.KeyPrefix+"async:").WithLogger(opts.Logger)
 	}
 	m := a.Metrics
 	mgr, err := async.New(async.Options{

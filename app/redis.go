@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -25,9 +26,10 @@ func (a *App) shared(cfg *config.Config, opts *Options) error {
 		return err
 	}
 	stores := redisstore.New(client, redisstore.Options{
-		Prefix:  cfg.Store.KeyPrefix,
-		Timeout: redisstore.DefaultTimeout,
-		Logger:  opts.Logger,
+		Prefix:   cfg.Store.KeyPrefix,
+		Timeout:  redisstore.DefaultTimeout,
+		Logger:   opts.Logger,
+		MaxPause: maxPause(cfg),
 		// The hooks run on the stores' goroutines, possibly before New
 		// has finished: they reach the replica through atomic pointers.
 		OnDegraded: func(degraded bool) {
@@ -53,6 +55,16 @@ func (a *App) shared(cfg *config.Config, opts *Options) error {
 		opts.Events = stores.Events
 	}
 	return nil
+}
+
+// maxPause is the longest pause any source may be given: a pause read
+// from Redis that ends further ahead is garbage.
+func maxPause(cfg *config.Config) time.Duration {
+	var d time.Duration
+	for _, sc := range cfg.Sources {
+		d = max(d, time.Duration(sc.RateLimit.MaxPause))
+	}
+	return d
 }
 
 // redis returns the replica's one Redis client, made on first use.

@@ -186,6 +186,7 @@ func New(opts Options) (*Manager, error) {
 		// The work is shared by the fleet, and so is its release pace.
 		rp := newRedisPace(rs.c, rs.prefix, opts.ReleaseRPS)
 		rp.onError = m.paceError
+		rp.bad = rs.bad
 		m.pace = rp
 	}
 	tr := opts.Transport

@@ -3,10 +3,14 @@ package async
 import (
 	"context"
 	"encoding/json"
-	"errors"
+	"log/slog"
+	"math"
+	"strconv"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/multas/aggregator/internal/untrusted"
 )
 
 // RedisStore keeps the work in Redis, shared by every replica and durable
@@ -21,9 +25,18 @@ import (
 //
 // Keys hold only generated ids: a plate or a person id appears in values
 // only (the query must be stored to be tried again).
+//
+// Redis contents are untrusted (SPEC 9): a value of another type, or one
+// that does not decode into what this store writes (decode.go), is treated
+// as absent and its key logged by name, never its contents. Listings skip
+// it; a query or DLQ entry that cannot be read is ErrNotFound; work whose
+// document cannot be read leaves the schedule, so that it is not picked up
+// again. A write to a key that holds another type replaces it (it cannot
+// hold anything of ours).
 type RedisStore struct {
 	c      redis.UniversalClient
 	prefix string
+	bad    *untrusted.Reporter
 }
 
 var _ Store = (*RedisStore)(nil)
@@ -34,13 +47,77 @@ func NewRedisStore(c redis.UniversalClient, prefix string) *RedisStore {
 	return &RedisStore{c: c, prefix: prefix}
 }
 
+// WithLogger makes s log, by key name, the values it finds unreadable, and
+// returns s. Call it before s is used.
+func (s *RedisStore) WithLogger(l *slog.Logger) *RedisStore {
+	s.bad = untrusted.New(l)
+	return s
+}
+
 func (s *RedisStore) query(id string) string    { return s.prefix + "q:" + id }
 func (s *RedisStore) delivery(id string) string { return s.prefix + "d:" + id }
 func (s *RedisStore) queryDue() string          { return s.prefix + "q:due" }
 func (s *RedisStore) deliverDue() string        { return s.prefix + "d:due" }
 func (s *RedisStore) dlq() string               { return s.prefix + "dlq" }
 
-func ms(t time.Time) float64 { return float64(t.UnixMilli()) }
+// farAhead is how far ahead of now a due time may be: work scheduled
+// further (an absurd score) is claimed at once, to be looked at again.
+const farAhead = 24 * time.Hour
+
+// scriptPrelude is shared by the scripts: own(key, kind) deletes a key of
+// another type than kind (it cannot hold a value of ours) and notes its
+// name in dropped, which every script returns as its second reply element,
+// for the caller to log.
+const scriptPrelude = `
+local dropped = {}
+local function own(key, kind)
+  local t = redis.call('TYPE', key)['ok']
+  if t ~= kind and t ~= 'none' then
+    redis.call('DEL', key)
+    dropped[#dropped + 1] = key
+  end
+  return t == kind
+end
+`
+
+// script is a script of the store: its body returns {result, dropped}.
+func script(body string) *redis.Script { return redis.NewScript(scriptPrelude + body) }
+
+// run runs sc, logs the keys it dropped, and returns its result.
+func (s *RedisStore) run(ctx context.Context, sc *redis.Script, keys []string, args ...any) (any, error) {
+	res, err := sc.Run(ctx, s.c, keys, args...).Slice()
+	if err != nil {
+		return nil, err
+	}
+	if len(res) > 1 {
+		dropped, _ := res[1].([]any)
+		for _, k := range dropped {
+			if k, ok := k.(string); ok {
+				s.bad.Unreadable(k, "", true)
+			}
+		}
+	}
+	if len(res) == 0 {
+		return nil, nil
+	}
+	return res[0], nil
+}
+
+// runInt is run for a script whose result is an integer.
+func (s *RedisStore) runInt(ctx context.Context, sc *redis.Script, keys []string, args ...any) (int64, error) {
+	res, err := s.run(ctx, sc, keys, args...)
+	n, _ := res.(int64)
+	return n, err
+}
+
+// createQuery: KEYS q:{id}, q:due; ARGV doc, due ms, id.
+var createQuery = script(`
+own(KEYS[1], 'hash')
+own(KEYS[2], 'zset')
+redis.call('HSET', KEYS[1], 'status', 'pending', 'doc', ARGV[1])
+redis.call('ZADD', KEYS[2], ARGV[2], ARGV[3])
+return { 1, dropped }
+`)
 
 // CreateQuery implements Store.
 func (s *RedisStore) CreateQuery(ctx context.Context, q *Query, due time.Time) error {
@@ -48,36 +125,70 @@ func (s *RedisStore) CreateQuery(ctx context.Context, q *Query, due time.Time) e
 	if err != nil {
 		return err
 	}
-	_, err = s.c.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		p.HSet(ctx, s.query(q.ID), "status", string(Pending), "doc", doc)
-		p.ZAdd(ctx, s.queryDue(), redis.Z{Score: ms(due), Member: q.ID})
-		return nil
-	})
+	_, err = s.run(ctx, createQuery, []string{s.query(q.ID), s.queryDue()}, doc, due.UnixMilli(), q.ID)
 	return err
 }
 
-// Query implements Store.
+// readQuery: KEYS q:{id}, q:due; ARGV id. Returns the document, or 0 when
+// there is none, 1 when the key holds something else than a query; in
+// both cases the id leaves the schedule (CreateQuery writes both at once,
+// so a scheduled id without a document is not work of ours).
+var readQuery = script(`
+local t = redis.call('TYPE', KEYS[1])['ok']
+if t == 'hash' then
+  local doc = redis.call('HGET', KEYS[1], 'doc')
+  if doc then return { doc, dropped } end
+end
+if redis.call('TYPE', KEYS[2])['ok'] == 'zset' then
+  redis.call('ZREM', KEYS[2], ARGV[1])
+end
+if t == 'none' then return { 0, dropped } end
+return { 1, dropped }
+`)
+
+// unschedule: KEYS due; ARGV ids. Takes ids off the schedule.
+var unschedule = script(`
+if own(KEYS[1], 'zset') then
+  redis.call('ZREM', KEYS[1], unpack(ARGV))
+end
+return { 1, dropped }
+`)
+
+// Query implements Store. A query that cannot be read is ErrNotFound, and
+// leaves the schedule.
 func (s *RedisStore) Query(ctx context.Context, id string) (*Query, error) {
-	doc, err := s.c.HGet(ctx, s.query(id), "doc").Bytes()
-	if errors.Is(err, redis.Nil) {
-		return nil, ErrNotFound
-	}
+	key := s.query(id)
+	res, err := s.run(ctx, readQuery, []string{key, s.queryDue()}, id)
 	if err != nil {
 		return nil, err
 	}
-	var q Query
-	if err := json.Unmarshal(doc, &q); err != nil {
-		return nil, err
+	doc, ok := res.(string)
+	if !ok {
+		if n, _ := res.(int64); n == 1 {
+			s.bad.Unreadable(key, "", false)
+		}
+		return nil, ErrNotFound
 	}
-	return &q, nil
+	q, ok := decodeQuery([]byte(doc), id)
+	if !ok {
+		s.bad.Unreadable(key, "", false)
+		if _, err := s.run(ctx, unschedule, []string{s.queryDue()}, id); err != nil {
+			return nil, err
+		}
+		return nil, ErrNotFound
+	}
+	return q, nil
 }
 
 // saveQuery: KEYS q:{id}, q:due; ARGV doc, due ms, id.
-var saveQuery = redis.NewScript(`
-if redis.call('HGET', KEYS[1], 'status') ~= 'pending' then return 0 end
+var saveQuery = script(`
+if redis.call('TYPE', KEYS[1])['ok'] ~= 'hash' or redis.call('HGET', KEYS[1], 'status') ~= 'pending' then
+  return { 0, dropped }
+end
+own(KEYS[2], 'zset')
 redis.call('HSET', KEYS[1], 'doc', ARGV[1])
 redis.call('ZADD', KEYS[2], ARGV[2], ARGV[3])
-return 1
+return { 1, dropped }
 `)
 
 // SaveQuery implements Store.
@@ -86,20 +197,24 @@ func (s *RedisStore) SaveQuery(ctx context.Context, q *Query, due time.Time) (bo
 	if err != nil {
 		return false, err
 	}
-	n, err := saveQuery.Run(ctx, s.c, []string{s.query(q.ID), s.queryDue()}, doc, due.UnixMilli(), q.ID).Int()
+	n, err := s.runInt(ctx, saveQuery, []string{s.query(q.ID), s.queryDue()}, doc, due.UnixMilli(), q.ID)
 	return n == 1, err
 }
 
 // finishQuery: KEYS q:{id}, q:due, d:{did}, d:due; ARGV status, doc,
 // keep ms, qid, delivery, due ms, did.
-var finishQuery = redis.NewScript(`
-if redis.call('HGET', KEYS[1], 'status') ~= 'pending' then return 0 end
+var finishQuery = script(`
+if redis.call('TYPE', KEYS[1])['ok'] ~= 'hash' or redis.call('HGET', KEYS[1], 'status') ~= 'pending' then
+  return { 0, dropped }
+end
+own(KEYS[2], 'zset')
+own(KEYS[4], 'zset')
 redis.call('HSET', KEYS[1], 'status', ARGV[1], 'doc', ARGV[2])
 redis.call('PEXPIRE', KEYS[1], ARGV[3])
 redis.call('ZREM', KEYS[2], ARGV[4])
 redis.call('SET', KEYS[3], ARGV[5])
 redis.call('ZADD', KEYS[4], ARGV[6], ARGV[7])
-return 1
+return { 1, dropped }
 `)
 
 // FinishQuery implements Store.
@@ -112,33 +227,82 @@ func (s *RedisStore) FinishQuery(ctx context.Context, q *Query, d *Delivery, kee
 	if err != nil {
 		return false, err
 	}
-	n, err := finishQuery.Run(ctx, s.c,
+	n, err := s.runInt(ctx, finishQuery,
 		[]string{s.query(q.ID), s.queryDue(), s.delivery(d.ID), s.deliverDue()},
-		string(q.Status), doc, max(keep.Milliseconds(), 1), q.ID, dd, d.Due.UnixMilli(), d.ID).Int()
+		string(q.Status), doc, max(keep.Milliseconds(), 1), q.ID, dd, d.Due.UnixMilli(), d.ID)
 	return n == 1, err
 }
 
-// claimDue: KEYS due; ARGV now ms, lease ms, max. Leases and returns the
-// members due at now, earliest first.
-var claimDue = redis.NewScript(`
-local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, tonumber(ARGV[3]))
+// claimDue: KEYS due; ARGV now ms, lease ms, max, far ms. Leases and
+// returns the members due at now, earliest first, then, if room is left,
+// any due after far (no work is scheduled that far ahead: such a score is
+// garbage, and the work is looked at again now).
+var claimDue = script(`
+if not own(KEYS[1], 'zset') then return { {}, dropped } end
+local max = tonumber(ARGV[3])
+local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, max)
+if #ids < max then
+  local far = redis.call('ZRANGEBYSCORE', KEYS[1], '(' .. ARGV[4], '+inf', 'LIMIT', 0, max - #ids)
+  for _, id in ipairs(far) do ids[#ids + 1] = id end
+end
 local until_ = tonumber(ARGV[1]) + tonumber(ARGV[2])
 for _, id in ipairs(ids) do redis.call('ZADD', KEYS[1], until_, id) end
-return ids
+return { ids, dropped }
 `)
 
-func (s *RedisStore) claim(ctx context.Context, key string, now time.Time, lease time.Duration, max int) ([]string, error) {
-	return claimDue.Run(ctx, s.c, []string{key}, now.UnixMilli(), lease.Milliseconds(), max).StringSlice()
+// claim leases the due members of key, and takes off its schedule (with
+// a log line) those that are not ids of prefix.
+func (s *RedisStore) claim(ctx context.Context, key, prefix string, now time.Time, lease time.Duration, max int) ([]string, error) {
+	res, err := s.run(ctx, claimDue, []string{key}, now.UnixMilli(), lease.Milliseconds(), max, now.Add(farAhead).UnixMilli())
+	if err != nil {
+		return nil, err
+	}
+	list, _ := res.([]any)
+	ids := make([]string, 0, len(list))
+	var bad []any
+	for _, v := range list {
+		id, _ := v.(string)
+		if !validID(id, prefix) {
+			bad = append(bad, id)
+			continue
+		}
+		ids = append(ids, id)
+	}
+	if len(bad) > 0 {
+		s.bad.Unreadable(key, "a member that is not an id", true)
+		if _, err := s.run(ctx, unschedule, []string{key}, bad...); err != nil {
+			return nil, err
+		}
+	}
+	return ids, nil
 }
 
 // ClaimQueries implements Store.
 func (s *RedisStore) ClaimQueries(ctx context.Context, now time.Time, lease time.Duration, max int) ([]string, error) {
-	return s.claim(ctx, s.queryDue(), now, lease, max)
+	return s.claim(ctx, s.queryDue(), "q_", now, lease, max)
 }
 
-// ClaimDeliveries implements Store.
+// readStrings: KEYS the keys to read. Returns, key by key, its string, 0
+// when there is none, or 1 when it holds another type.
+var readStrings = script(`
+local out = {}
+for i, k in ipairs(KEYS) do
+  local t = redis.call('TYPE', k)['ok']
+  if t == 'string' then
+    out[i] = redis.call('GET', k)
+  elseif t == 'none' then
+    out[i] = 0
+  else
+    out[i] = 1
+  end
+end
+return { out, dropped }
+`)
+
+// ClaimDeliveries implements Store. A claimed delivery that is gone
+// (delivered by another replica) or cannot be read leaves the schedule.
 func (s *RedisStore) ClaimDeliveries(ctx context.Context, now time.Time, lease time.Duration, max int) ([]*Delivery, error) {
-	ids, err := s.claim(ctx, s.deliverDue(), now, lease, max)
+	ids, err := s.claim(ctx, s.deliverDue(), "dlv_", now, lease, max)
 	if err != nil || len(ids) == 0 {
 		return nil, err
 	}
@@ -146,23 +310,51 @@ func (s *RedisStore) ClaimDeliveries(ctx context.Context, now time.Time, lease t
 	for i, id := range ids {
 		keys[i] = s.delivery(id)
 	}
-	vals, err := s.c.MGet(ctx, keys...).Result()
+	res, err := s.run(ctx, readStrings, keys)
 	if err != nil {
 		return nil, err
 	}
+	vals, _ := res.([]any)
 	out := make([]*Delivery, 0, len(ids))
-	for i, v := range vals {
-		str, ok := v.(string)
-		var d Delivery
-		if !ok || json.Unmarshal([]byte(str), &d) != nil {
-			// Gone (delivered by another replica) or unreadable: unschedule.
-			s.c.ZRem(ctx, s.deliverDue(), ids[i])
+	var gone []any
+	for i, id := range ids {
+		var v any
+		if i < len(vals) {
+			v = vals[i]
+		}
+		var d *Delivery
+		ok := false
+		switch v := v.(type) {
+		case string:
+			if d, ok = decodeDelivery([]byte(v), id); !ok {
+				s.bad.Unreadable(keys[i], "", false)
+			}
+		case int64:
+			if v == 1 {
+				s.bad.Unreadable(keys[i], "", false)
+			}
+		}
+		if !ok {
+			gone = append(gone, id)
 			continue
 		}
-		out = append(out, &d)
+		out = append(out, d)
+	}
+	if len(gone) > 0 {
+		if _, err := s.run(ctx, unschedule, []string{s.deliverDue()}, gone...); err != nil {
+			return nil, err
+		}
 	}
 	return out, nil
 }
+
+// saveDelivery: KEYS d:{id}, d:due; ARGV delivery, due ms, id.
+var saveDelivery = script(`
+own(KEYS[2], 'zset')
+redis.call('SET', KEYS[1], ARGV[1])
+redis.call('ZADD', KEYS[2], ARGV[2], ARGV[3])
+return { 1, dropped }
+`)
 
 // SaveDelivery implements Store.
 func (s *RedisStore) SaveDelivery(ctx context.Context, d *Delivery) error {
@@ -170,23 +362,31 @@ func (s *RedisStore) SaveDelivery(ctx context.Context, d *Delivery) error {
 	if err != nil {
 		return err
 	}
-	_, err = s.c.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		p.Set(ctx, s.delivery(d.ID), dd, 0)
-		p.ZAdd(ctx, s.deliverDue(), redis.Z{Score: ms(d.Due), Member: d.ID})
-		return nil
-	})
+	_, err = s.run(ctx, saveDelivery, []string{s.delivery(d.ID), s.deliverDue()}, dd, d.Due.UnixMilli(), d.ID)
 	return err
 }
 
+// deleteDelivery: KEYS d:{id}, d:due; ARGV id.
+var deleteDelivery = script(`
+redis.call('DEL', KEYS[1])
+if own(KEYS[2], 'zset') then redis.call('ZREM', KEYS[2], ARGV[1]) end
+return { 1, dropped }
+`)
+
 // DeleteDelivery implements Store.
 func (s *RedisStore) DeleteDelivery(ctx context.Context, id string) error {
-	_, err := s.c.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		p.Del(ctx, s.delivery(id))
-		p.ZRem(ctx, s.deliverDue(), id)
-		return nil
-	})
+	_, err := s.run(ctx, deleteDelivery, []string{s.delivery(id), s.deliverDue()}, id)
 	return err
 }
+
+// deadLetter: KEYS d:{id}, d:due, dlq; ARGV id, entry id, entry.
+var deadLetter = script(`
+redis.call('DEL', KEYS[1])
+if own(KEYS[2], 'zset') then redis.call('ZREM', KEYS[2], ARGV[1]) end
+own(KEYS[3], 'hash')
+redis.call('HSET', KEYS[3], ARGV[2], ARGV[3])
+return { 1, dropped }
+`)
 
 // DeadLetter implements Store.
 func (s *RedisStore) DeadLetter(ctx context.Context, d *Delivery, e DLQEntry) error {
@@ -194,69 +394,112 @@ func (s *RedisStore) DeadLetter(ctx context.Context, d *Delivery, e DLQEntry) er
 	if err != nil {
 		return err
 	}
-	_, err = s.c.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		p.Del(ctx, s.delivery(d.ID))
-		p.ZRem(ctx, s.deliverDue(), d.ID)
-		p.HSet(ctx, s.dlq(), e.ID, rec)
-		return nil
-	})
+	_, err = s.run(ctx, deadLetter, []string{s.delivery(d.ID), s.deliverDue(), s.dlq()}, d.ID, e.ID, rec)
 	return err
 }
 
-// DLQ implements Store.
+// readDLQ: KEYS dlq. Returns the hash's fields and values, or 0 when the
+// key holds another type.
+var readDLQ = script(`
+local t = redis.call('TYPE', KEYS[1])['ok']
+if t == 'none' then return { {}, dropped } end
+if t ~= 'hash' then return { 0, dropped } end
+return { redis.call('HGETALL', KEYS[1]), dropped }
+`)
+
+// DLQ implements Store. Entries that cannot be read are left out.
 func (s *RedisStore) DLQ(ctx context.Context) ([]DLQEntry, error) {
-	all, err := s.c.HGetAll(ctx, s.dlq()).Result()
+	res, err := s.run(ctx, readDLQ, []string{s.dlq()})
 	if err != nil {
 		return nil, err
 	}
-	out := make([]DLQEntry, 0, len(all))
-	for _, v := range all {
-		var r dlqRecord
-		if err := json.Unmarshal([]byte(v), &r); err != nil {
-			return nil, err
+	all, ok := res.([]any)
+	if !ok {
+		s.bad.Unreadable(s.dlq(), "", false)
+	}
+	out := make([]DLQEntry, 0, len(all)/2)
+	for i := 0; i+1 < len(all); i += 2 {
+		id, _ := all[i].(string)
+		v, _ := all[i+1].(string)
+		e, ok := decodeDLQ([]byte(v), id)
+		if !ok {
+			s.bad.Unreadable(s.dlq(), fieldName(id, "dlv_"), false)
+			continue
 		}
-		r.Entry.MessageID = r.MessageID
-		out = append(out, r.Entry)
+		out = append(out, e)
 	}
 	sortDLQ(out)
 	return out, nil
 }
 
+// fieldName names field f of a hash in a log line: "field <f>" when f
+// has the shape of an id of prefix, else no more than "a field" (a name
+// read from Redis is foreign input, and may hold anything).
+func fieldName(f, prefix string) string {
+	if validID(f, prefix) {
+		return "field " + f
+	}
+	return "a field that is not an id"
+}
+
+// dlqLen: KEYS dlq.
+var dlqLen = script(`
+if redis.call('TYPE', KEYS[1])['ok'] ~= 'hash' then return { 0, dropped } end
+return { redis.call('HLEN', KEYS[1]), dropped }
+`)
+
 // DLQLen implements Store.
 func (s *RedisStore) DLQLen(ctx context.Context) (int, error) {
-	n, err := s.c.HLen(ctx, s.dlq()).Result()
+	n, err := s.runInt(ctx, dlqLen, []string{s.dlq()})
 	return int(n), err
 }
 
-// redeliver: KEYS dlq, d:{did}, d:due; ARGV entry id, delivery, due ms, did.
-var redeliver = redis.NewScript(`
-if redis.call('HDEL', KEYS[1], ARGV[1]) == 0 then return 0 end
-redis.call('SET', KEYS[2], ARGV[2])
-redis.call('ZADD', KEYS[3], ARGV[3], ARGV[4])
-return 1
+// readField: KEYS a hash; ARGV field. Returns the value, 0 when there is
+// none, or 1 when the key holds another type.
+var readField = script(`
+local t = redis.call('TYPE', KEYS[1])['ok']
+if t == 'none' then return { 0, dropped } end
+if t ~= 'hash' then return { 1, dropped } end
+return { redis.call('HGET', KEYS[1], ARGV[1]) or 0, dropped }
 `)
 
-// Redeliver implements Store.
+// redeliver: KEYS dlq, d:{did}, d:due; ARGV entry id, delivery, due ms, did.
+var redeliver = script(`
+if redis.call('TYPE', KEYS[1])['ok'] ~= 'hash' or redis.call('HDEL', KEYS[1], ARGV[1]) == 0 then
+  return { 0, dropped }
+end
+own(KEYS[3], 'zset')
+redis.call('SET', KEYS[2], ARGV[2])
+redis.call('ZADD', KEYS[3], ARGV[3], ARGV[4])
+return { 1, dropped }
+`)
+
+// Redeliver implements Store. An entry that cannot be read is ErrNotFound
+// (and stays, for DeleteDLQ).
 func (s *RedisStore) Redeliver(ctx context.Context, id string, fresh func(DLQEntry) *Delivery) error {
-	v, err := s.c.HGet(ctx, s.dlq(), id).Bytes()
-	if errors.Is(err, redis.Nil) {
-		return ErrNotFound
-	}
+	res, err := s.run(ctx, readField, []string{s.dlq()}, id)
 	if err != nil {
 		return err
 	}
-	var r dlqRecord
-	if err := json.Unmarshal(v, &r); err != nil {
-		return err
+	v, ok := res.(string)
+	if !ok {
+		if n, _ := res.(int64); n == 1 {
+			s.bad.Unreadable(s.dlq(), "", false)
+		}
+		return ErrNotFound
 	}
-	r.Entry.MessageID = r.MessageID
-	d := fresh(r.Entry)
+	e, ok := decodeDLQ([]byte(v), id)
+	if !ok {
+		s.bad.Unreadable(s.dlq(), fieldName(id, "dlv_"), false)
+		return ErrNotFound
+	}
+	d := fresh(e)
 	dd, err := json.Marshal(d)
 	if err != nil {
 		return err
 	}
-	n, err := redeliver.Run(ctx, s.c, []string{s.dlq(), s.delivery(d.ID), s.deliverDue()},
-		id, dd, d.Due.UnixMilli(), d.ID).Int()
+	n, err := s.runInt(ctx, redeliver, []string{s.dlq(), s.delivery(d.ID), s.deliverDue()},
+		id, dd, d.Due.UnixMilli(), d.ID)
 	if err != nil {
 		return err
 	}
@@ -266,9 +509,16 @@ func (s *RedisStore) Redeliver(ctx context.Context, id string, fresh func(DLQEnt
 	return nil
 }
 
-// DeleteDLQ implements Store.
+// deleteDLQ: KEYS dlq; ARGV entry id.
+var deleteDLQ = script(`
+if redis.call('TYPE', KEYS[1])['ok'] ~= 'hash' then return { 0, dropped } end
+return { redis.call('HDEL', KEYS[1], ARGV[1]), dropped }
+`)
+
+// DeleteDLQ implements Store. It deletes an entry that cannot be read as
+// well: that is how an operator gets rid of one.
 func (s *RedisStore) DeleteDLQ(ctx context.Context, id string) error {
-	n, err := s.c.HDel(ctx, s.dlq(), id).Result()
+	n, err := s.runInt(ctx, deleteDLQ, []string{s.dlq()}, id)
 	if err != nil {
 		return err
 	}
@@ -278,19 +528,38 @@ func (s *RedisStore) DeleteDLQ(ctx context.Context, id string) error {
 	return nil
 }
 
-// NextDue implements Store.
+// firstDue: KEYS q:due, d:due. Returns, per key, the lowest score (a
+// string), or 0 when there is none.
+var firstDue = script(`
+local out = {}
+for i, k in ipairs(KEYS) do
+  out[i] = 0
+  if redis.call('TYPE', k)['ok'] == 'zset' then
+    local z = redis.call('ZRANGE', k, 0, 0, 'WITHSCORES')
+    if z[2] then out[i] = z[2] end
+  end
+end
+return { out, dropped }
+`)
+
+// NextDue implements Store. A due time that is not a time (not finite, or
+// outside what a Unix time in milliseconds can be) is no due time: the
+// scheduler looks again within its poll interval anyway.
 func (s *RedisStore) NextDue(ctx context.Context) (time.Time, bool, error) {
+	res, err := s.run(ctx, firstDue, []string{s.queryDue(), s.deliverDue()})
+	if err != nil {
+		return time.Time{}, false, err
+	}
+	scores, _ := res.([]any)
 	var next time.Time
 	ok := false
-	for _, key := range []string{s.queryDue(), s.deliverDue()} {
-		zs, err := s.c.ZRangeWithScores(ctx, key, 0, 0).Result()
-		if err != nil {
-			return time.Time{}, false, err
-		}
-		if len(zs) == 0 {
+	for _, v := range scores {
+		str, _ := v.(string)
+		f, err := strconv.ParseFloat(str, 64)
+		if err != nil || math.IsNaN(f) || f < 0 || f >= 1<<53 {
 			continue
 		}
-		at := time.UnixMilli(int64(zs[0].Score))
+		at := time.UnixMilli(int64(f))
 		if !ok || at.Before(next) {
 			next, ok = at, true
 		}

@@ -3,6 +3,7 @@ package async
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"time"
 
 	"github.com/multas/aggregator"
@@ -19,12 +20,20 @@ const retryCeiling = 30 * time.Second
 func (m *Manager) retain(id string) {
 	ctx := m.ctx
 	q, err := m.store.Query(ctx, id)
+	if errors.Is(err, ErrNotFound) {
+		return // gone, or unreadable: the store took it off the schedule
+	}
 	if err != nil {
 		m.storeError("reading a query", err)
 		return
 	}
 	if q.Status != Pending {
 		return // finished by another replica
+	}
+	// No query waits longer than max_wait: a stored expiry further ahead
+	// (garbage, or a max_wait since lowered) would keep calling portals.
+	if limit := q.CreatedAt.Add(m.opts.MaxWait); q.ExpiresAt.After(limit) {
+		q.ExpiresAt = limit
 	}
 	now := m.clock.Now()
 	if now.Before(q.ExpiresAt) {

@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"strconv"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/multas/aggregator/breaker"
 )
@@ -186,6 +188,7 @@ func (b *BreakerStore) Allow(ctx context.Context, id breaker.ID, s breaker.Setti
 	}
 	code, gen, ver, t := intAt(res, 0), intAt(res, 1), intAt(res, 2), intAt(res, 3)
 	events := parseEvents(at(res, 4), id, now.Location())
+	b.rewritten(e, res, 5)
 	tt := micros(t, now)
 	switch code {
 	case 1:
@@ -246,6 +249,7 @@ func (b *BreakerStore) Done(ctx context.Context, id breaker.ID, p breaker.Permit
 		b.st.failed(ctx, err)
 		return nil, nil
 	}
+	b.rewritten(e, res, 5)
 	b.observe(e, strAt(res, 0), intAt(res, 2), intAt(res, 3), now)
 	return parseEvents(at(res, 4), id, now.Location()), nil
 }
@@ -289,6 +293,7 @@ func (b *BreakerStore) admin(ctx context.Context, id breaker.ID, s breaker.Setti
 		b.st.failed(ctx, err)
 		return local(ctx, id, s, now)
 	}
+	b.rewritten(e, res, 4)
 	b.observe(e, strAt(res, 0), intAt(res, 2), 0, now)
 	return parseEvents(at(res, 3), id, now.Location()), nil
 }
@@ -317,11 +322,23 @@ func (b *BreakerStore) Status(ctx context.Context, id breaker.ID, s breaker.Sett
 	if st.State == breaker.Open {
 		st.OpenUntil = micros(intAt(res, 2), now)
 	}
+	b.rewritten(e, res, 11)
 	if last, ok := parseLast(strAt(res, 9), id, loc); ok {
 		st.Last = &last
+	} else if strAt(res, 9) != "" {
+		b.st.bad.Unreadable(e.key, "field last", false)
 	}
 	b.observe(e, string(st.State), intAt(res, 7), intAt(res, 2), now)
 	return st, parseEvents(at(res, 10), id, loc), nil
+}
+
+// rewritten logs the breaker's key when the script's reply element i says
+// it found the hash unreadable: the breaker started afresh, closed, and
+// was written back.
+func (b *BreakerStore) rewritten(e *entry, res []any, i int) {
+	if intAt(res, i) == 1 {
+		b.st.bad.Unreadable(e.key, "", true)
+	}
 }
 
 // parseEvents reads the transitions a script returned.
@@ -355,34 +372,55 @@ func parseLast(s string, id breaker.ID, loc *time.Location) (breaker.Event, bool
 
 // event builds a transition from the fields the scripts write: time, from,
 // to, reason, calls, failures, consecutive failures, retry-after and, for
-// a trip, the window.
+// a trip, the window. Anything else is no transition: numbers that are not
+// integers (counts and durations not negative), a time outside years
+// 0–9999, a reason that is not short UTF-8 text.
 func event(f []string, id breaker.ID, loc *time.Location) (breaker.Event, bool) {
 	if len(f) != 9 {
 		return breaker.Event{}, false
 	}
 	from, to := breaker.State(f[1]), breaker.State(f[2])
-	if !validState(from) || !validState(to) {
+	if !validState(from) || !validState(to) || len(f[3]) > maxReason || !utf8.ValidString(f[3]) {
 		return breaker.Event{}, false
 	}
-	at := time.UnixMicro(parseInt(f[0])).In(loc)
+	us, err := strconv.ParseInt(f[0], 10, 64)
+	if err != nil {
+		return breaker.Event{}, false
+	}
+	at := time.UnixMicro(us).In(loc)
 	if y := at.Year(); y < 0 || y > 9999 {
 		return breaker.Event{}, false // not a time the admin API can write (RFC 3339)
+	}
+	var n [5]int64
+	for i := range n {
+		v, err := strconv.ParseInt(f[4+i], 10, 64)
+		if err != nil || v < 0 {
+			return breaker.Event{}, false
+		}
+		n[i] = v
+	}
+	calls, failures := n[0], n[1]
+	if failures > calls || calls > math.MaxInt32 {
+		return breaker.Event{}, false
 	}
 	e := breaker.Event{
 		Time: at, BreakerKey: id.Key, Operation: id.Operation,
 		From: from, To: to, Reason: f[3],
 	}
-	calls, failures := int(parseInt(f[4])), int(parseInt(f[5]))
 	e.Evidence = breaker.Evidence{
-		Calls: calls, Failures: failures, ConsecutiveFailures: int(parseInt(f[6])),
-		RetryAfter: (time.Duration(parseInt(f[7])) * time.Microsecond).Seconds(),
+		Calls: int(calls), Failures: int(failures), ConsecutiveFailures: int(min(n[2], math.MaxInt32)),
+		RetryAfter: (time.Duration(n[3]) * time.Microsecond).Seconds(),
 	}
 	if calls > 0 {
 		e.Evidence.Ratio = float64(failures) / float64(calls)
 	}
-	e.Evidence.WindowSeconds = (time.Duration(parseInt(f[8])) * time.Microsecond).Seconds()
+	e.Evidence.WindowSeconds = (time.Duration(n[4]) * time.Microsecond).Seconds()
 	return e, true
 }
+
+// maxReason bounds the reason of a transition read back: the scripts
+// write a sentence.
+const maxReason = 1024
 
 func validState(s breaker.State) bool {
 	switch s {

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/multas/aggregator/breaker"
 )
@@ -69,11 +70,14 @@ func (l *EventLog) flush(ctx context.Context) bool {
 	}
 	args := append([]any{EventLogSize}, l.pending...)
 	cctx, cancel := l.st.callCtx(ctx)
-	err := appendScript.Run(cctx, l.st.client, []string{l.key}, args...).Err()
+	found, err := appendScript.Run(cctx, l.st.client, []string{l.key}, args...).Int()
 	cancel()
 	if err != nil {
 		l.st.failed(ctx, err)
 		return false
+	}
+	if found == 2 {
+		l.st.bad.Unreadable(l.key, "", true)
 	}
 	l.pending = l.pending[:0]
 	return true
@@ -116,18 +120,48 @@ func (l *EventLog) read(from, to int) ([]breaker.Event, bool) {
 	cctx, cancel := l.st.callCtx(ctx)
 	res, err := readScript.Run(cctx, l.st.client, []string{l.key}, strconv.Itoa(from), strconv.Itoa(to)).StringSlice()
 	cancel()
+	if isNil(err) {
+		l.st.bad.Unreadable(l.key, "", false) // another type: no events
+		err = nil
+	}
 	if err != nil {
 		l.st.failed(ctx, err)
 		return nil, false
 	}
 	events := make([]breaker.Event, 0, len(res))
+	skipped := false
 	for _, s := range res {
-		var e breaker.Event
-		if json.Unmarshal([]byte(s), &e) != nil || e.Time.IsZero() {
+		e, ok := decodeEvent([]byte(s))
+		if !ok {
+			skipped = true
 			continue
 		}
 		events = append(events, e)
 	}
+	if skipped {
+		l.st.bad.Unreadable(l.key, "an entry", false)
+	}
 	slices.SortStableFunc(events, func(a, b breaker.Event) int { return a.Time.Compare(b.Time) })
 	return events, true
+}
+
+// decodeEvent decodes an entry of the log as Append writes it: false
+// unless it is a transition the admin API can serve (a time, a breaker, a
+// known operation and states, short UTF-8 text, evidence that is not
+// negative, a ratio within 0–1).
+func decodeEvent(b []byte) (breaker.Event, bool) {
+	var e breaker.Event
+	if json.Unmarshal(b, &e) != nil || e.Time.IsZero() {
+		return breaker.Event{}, false
+	}
+	ev := e.Evidence
+	ok := validState(e.From) && validState(e.To) && e.Operation.Valid() &&
+		e.BreakerKey != "" && len(e.BreakerKey) <= maxReason && utf8.ValidString(e.BreakerKey) &&
+		len(e.Reason) <= maxReason && utf8.ValidString(e.Reason) &&
+		ev.Calls >= 0 && ev.Failures >= 0 && ev.Failures <= ev.Calls && ev.ConsecutiveFailures >= 0 &&
+		ev.Ratio >= 0 && ev.Ratio <= 1 && ev.WindowSeconds >= 0 && ev.RetryAfter >= 0
+	if !ok {
+		return breaker.Event{}, false
+	}
+	return e, true
 }

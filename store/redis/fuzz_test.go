@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"math"
+	"strconv"
 	"testing"
 	"time"
 
@@ -171,24 +172,106 @@ func FuzzReceive(f *testing.F) {
 }
 
 // FuzzSharedSettings decodes the run-time settings an operator shared
-// through Redis, as a replica reads them at start-up: never a panic.
+// through Redis, as a replica reads them at start-up: never a panic;
+// settings accepted are valid (what config validation accepts), and
+// encode to settings decoded the same.
 func FuzzSharedSettings(f *testing.F) {
 	for _, seed := range []string{
 		`{"window":60000000000,"min_calls":10,"failure_ratio":0.5,"consecutive_failures":0,"open_for":30000000000,"slow_call":0,"failure_statuses":[500,502,503,504],"probe_lease":3000000000}`,
+		`{"window":1,"min_calls":1,"failure_ratio":1,"open_for":1}`,
+		`{"window":1,"min_calls":1,"failure_ratio":1e-300,"open_for":1,"failure_statuses":[599,500]}`,
 		`{"failure_statuses":null}`,
 		`{"window":1e30}`,
+		`{"window":-1,"min_calls":1,"failure_ratio":0.5,"open_for":1}`,
+		`{"window":1,"min_calls":1,"failure_ratio":0.5,"open_for":1,"failure_statuses":[200]}`,
 		`[]`,
 	} {
 		f.Add(seed)
 	}
 	f.Fuzz(func(t *testing.T, body string) {
-		var s sharedSettings
-		if json.Unmarshal([]byte(body), &s) != nil {
+		got, ok := decodeSettings([]byte(body))
+		if !ok {
 			return
 		}
-		got := s.settings()
-		if again := toShared(got).settings(); !again.Equal(got) {
-			t.Errorf("settings %+v do not survive a round trip: %+v", got, again)
+		sh := toShared(got)
+		if !sh.valid() {
+			t.Errorf("settings %+v accepted, not valid", got)
+		}
+		enc, err := json.Marshal(sh)
+		if err != nil {
+			t.Fatalf("settings %+v do not encode: %v", got, err)
+		}
+		again, ok := decodeSettings(enc)
+		if !ok || !again.Equal(got) {
+			t.Errorf("settings %+v do not survive a round trip: %+v, %v", got, again, ok)
+		}
+	})
+}
+
+// FuzzDecodeEvent decodes entries of the shared event log: never a panic;
+// an event accepted is one the admin API can serve, and encodes to an
+// entry decoded the same.
+func FuzzDecodeEvent(f *testing.F) {
+	good, _ := json.Marshal(breaker.Event{Time: time.Date(2026, 3, 14, 9, 0, 0, 0, time.FixedZone("ART", -3*3600)),
+		BreakerKey: "caba", Operation: aggregator.ByDomain, From: breaker.Closed, To: breaker.Open,
+		Reason: "4 of 4 calls failed", Evidence: breaker.Evidence{Calls: 4, Failures: 4, Ratio: 1, WindowSeconds: 60}})
+	for _, seed := range []string{
+		string(good),
+		`{"time":"2026-03-14T09:00:00Z","breaker_key":"k","operation":"voucher","from":"open","to":"half_open","reason":"","evidence":{}}`,
+		`{"time":"2026-03-14T09:00:00Z","breaker_key":"k","operation":"voucher","from":"open","to":"ajar"}`,
+		`{"time":"2026-03-14T09:00:00Z","breaker_key":"k","operation":"by_id","from":"open","to":"closed","evidence":{"calls":1,"failures":2}}`,
+		`{"time":"0000-01-01T00:00:00+23:59","breaker_key":"k","operation":"by_id","from":"open","to":"closed"}`,
+		`{"time": 3}`,
+		`null`,
+		"\x00\xff",
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		e, ok := decodeEvent(b)
+		if !ok {
+			return
+		}
+		if e.BreakerKey == "" || !e.Operation.Valid() || !validState(e.From) || !validState(e.To) {
+			t.Errorf("event %+v accepted", e)
+		}
+		enc, err := json.Marshal(e)
+		if err != nil {
+			t.Fatalf("event %+v does not encode: %v", e, err)
+		}
+		again, ok := decodeEvent(enc)
+		if !ok || !again.Time.Equal(e.Time) || again.Evidence != e.Evidence || again.Reason != e.Reason ||
+			again.BreakerKey != e.BreakerKey || again.From != e.From || again.To != e.To {
+			t.Errorf("event %+v does not survive a round trip: %+v, %v", e, again, ok)
+		}
+	})
+}
+
+// FuzzParsePause reads the end of a pause: never a panic; a pause
+// accepted ends no further ahead than MaxPause (and clocks' skew), and is
+// written back the same.
+func FuzzParsePause(f *testing.F) {
+	now := time.Date(2026, 3, 14, 9, 0, 0, 0, time.UTC)
+	for _, seed := range []string{
+		strconv.FormatInt(now.Add(time.Minute).UnixMicro(), 10),
+		strconv.FormatInt(now.Add(-time.Minute).UnixMicro(), 10),
+		strconv.FormatInt(now.Add(time.Hour).UnixMicro(), 10),
+		"-1", "0", "007", "1e99", "9223372036854775807", "nan", "", " 1",
+	} {
+		f.Add(seed)
+	}
+	s := &Stores{opts: Options{MaxPause: 10 * time.Minute}}
+	l := newLimitStore(s)
+	f.Fuzz(func(t *testing.T, v string) {
+		us := l.parsePause("k", v, now)
+		if us == 0 {
+			return
+		}
+		if us > now.Add(10*time.Minute+skew).UnixMicro() {
+			t.Errorf("pause %q accepted: ends at %v", v, time.UnixMicro(us))
+		}
+		if again := l.parsePause("k", strconv.FormatInt(us, 10), now); again != us {
+			t.Errorf("pause %q read as %d, then as %d", v, us, again)
 		}
 	})
 }

@@ -27,6 +27,10 @@ const (
 	// Redis is trusted without reading it again, should an invalidation be
 	// lost.
 	pauseCacheTTL = time.Second
+	// skew is how far the clocks of replicas may disagree: a time further
+	// ahead than what a replica could have written, by more than this, is
+	// garbage (the breaker scripts use the same margin).
+	skew = 5 * time.Minute
 )
 
 // LimitStore implements ratelimit.Store on Redis: each source's budget is a
@@ -114,12 +118,16 @@ func (l *LimitStore) Reserve(ctx context.Context, key string, s ratelimit.Settin
 	}
 	interval := 1e6 / s.RPS
 	cctx, cancel := l.st.callCtx(ctx)
-	res, err := reserveScript.Run(cctx, l.st.client, []string{l.entry(key).tat},
+	e := l.entry(key)
+	res, err := reserveScript.Run(cctx, l.st.client, []string{e.tat},
 		at.UnixMicro(), interval, max(s.Burst, 1), float64(max(maxWait, 0))/1e3).Slice()
 	cancel()
 	if err != nil {
 		l.st.failed(ctx, err)
 		return l.local.Reserve(ctx, key, s, maxWait, at)
+	}
+	if intAt(res, 2) == 1 {
+		l.st.bad.Unreadable(e.tat, "", true) // a full bucket now
 	}
 	us, _ := strconv.ParseFloat(strAt(res, 1), 64)
 	wait := time.Duration(min(math.Round(us*1e3), math.MaxInt64))
@@ -139,12 +147,16 @@ func (l *LimitStore) SetPause(ctx context.Context, key string, until time.Time) 
 	}
 	e := l.entry(key)
 	cctx, cancel := l.st.callCtx(ctx)
-	err := pauseScript.Run(cctx, l.st.client, []string{e.pause},
-		until.UnixMicro(), expire.Add(pauseGrace).UnixMilli(), l.st.channel, key).Err()
+	res, err := pauseScript.Run(cctx, l.st.client, []string{e.pause},
+		until.UnixMicro(), expire.Add(pauseGrace).UnixMilli(), l.st.channel, key,
+		until.Add(l.st.opts.MaxPause+skew).UnixMicro()).Slice()
 	cancel()
 	l.invalidate(key)
 	if err != nil {
 		l.st.failed(ctx, err)
+	}
+	if intAt(res, 1) == 1 {
+		l.st.bad.Unreadable(e.pause, "", true)
 	}
 	return nil
 }
@@ -160,13 +172,16 @@ func (l *LimitStore) PausedUntil(ctx context.Context, key string, now time.Time)
 	e.mu.Unlock()
 	if !known {
 		cctx, cancel := l.st.callCtx(ctx)
-		res, err := getScript.Run(cctx, l.st.client, []string{e.pause}).Text()
+		res, found, err := l.st.get(cctx, e.pause)
 		cancel()
-		if err != nil && !isNil(err) {
+		if err != nil {
 			l.st.failed(ctx, err)
 			return l.local.PausedUntil(ctx, key, now)
 		}
-		until, _ = strconv.ParseInt(res, 10, 64) // garbage is no pause
+		until = 0
+		if found {
+			until = l.parsePause(e.pause, res, now)
+		}
 		e.mu.Lock()
 		if e.gen == gen { // no invalidation came meanwhile
 			e.known, e.until, e.readAt = true, until, time.Now()
@@ -177,6 +192,20 @@ func (l *LimitStore) PausedUntil(ctx context.Context, key string, now time.Time)
 		return time.Time{}, nil
 	}
 	return time.UnixMicro(until).In(now.Location()), nil
+}
+
+// parsePause reads the end of a pause as SetPause writes it (Unix µs). It
+// is 0, no pause, for anything else: not an integer, or further ahead than
+// any pause could have been set (MaxPause, and clocks that disagree), which
+// would otherwise keep the portal from being called for ever; the next
+// pause set overwrites it.
+func (l *LimitStore) parsePause(key, v string, now time.Time) int64 {
+	us, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || us >= 1<<53 || us > now.Add(l.st.opts.MaxPause+skew).UnixMicro() {
+		l.st.bad.Unreadable(key, "", false)
+		return 0
+	}
+	return us
 }
 
 func isNil(err error) bool { return errors.Is(err, redis.Nil) }

@@ -39,6 +39,29 @@ func (s *sharedSettings) settings() breaker.Settings {
 	}
 }
 
+// maxStatuses bounds the failure statuses of settings read back: there are
+// a hundred 5xx statuses.
+const maxStatuses = 100
+
+// valid reports whether s are settings the admin API could have shared:
+// those config.Breaker.Validate accepts (every PUT is checked with it),
+// with a probe lease that is not negative. Other settings, from garbage or
+// a foreign writer, are no settings: applied, they could keep a breaker
+// from ever tripping or from ever closing.
+func (s *sharedSettings) valid() bool {
+	if s.Window <= 0 || s.MinCalls < 1 || !(s.FailureRatio > 0 && s.FailureRatio <= 1) ||
+		s.ConsecutiveFailures < 0 || s.OpenFor <= 0 || s.SlowCall < 0 || s.ProbeLease < 0 ||
+		len(s.FailureStatuses) > maxStatuses {
+		return false
+	}
+	for _, c := range s.FailureStatuses {
+		if c < 500 || c > 599 {
+			return false
+		}
+	}
+	return true
+}
+
 func (b *BreakerStore) settingsKey(id breaker.ID) string {
 	return b.st.opts.Prefix + "{" + id.Key + "/" + string(id.Operation) + "}:settings"
 }
@@ -68,24 +91,36 @@ func (b *BreakerStore) ShareSettings(ctx context.Context, id breaker.ID, s break
 }
 
 // SharedSettings returns the run-time settings last shared for id, if any,
-// for a replica that starts after an operator changed them. Contents that
-// do not parse are no settings.
+// for a replica that starts after an operator changed them. A value of
+// another type, contents that do not decode, or settings that are not
+// valid are no settings (and logged by key).
 func (b *BreakerStore) SharedSettings(ctx context.Context, id breaker.ID) (breaker.Settings, bool, error) {
+	key := b.settingsKey(id)
 	ctx, cancel := b.st.callCtx(ctx)
 	defer cancel()
-	res, err := getScript.Run(ctx, b.st.client, []string{b.settingsKey(id)}).Result()
+	body, found, err := b.st.get(ctx, key)
 	if err != nil {
-		if isNil(err) {
-			return breaker.Settings{}, false, nil
-		}
 		return breaker.Settings{}, false, fmt.Errorf("reading the settings of breaker %s: %w", id, err)
 	}
-	body, _ := res.(string)
-	var s sharedSettings
-	if json.Unmarshal([]byte(body), &s) != nil {
+	if !found {
 		return breaker.Settings{}, false, nil
 	}
-	return s.settings(), true, nil
+	s, ok := decodeSettings([]byte(body))
+	if !ok {
+		b.st.bad.Unreadable(key, "", false)
+		return breaker.Settings{}, false, nil
+	}
+	return s, true, nil
+}
+
+// decodeSettings decodes settings as ShareSettings writes them: false
+// unless they decode and are valid.
+func decodeSettings(body []byte) (breaker.Settings, bool) {
+	var s sharedSettings
+	if json.Unmarshal(body, &s) != nil || !s.valid() {
+		return breaker.Settings{}, false
+	}
+	return s.settings(), true
 }
 
 func newReplicaID() string {

@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -30,6 +31,8 @@ import (
 
 	"github.com/multas/aggregator"
 	"github.com/multas/aggregator/breaker"
+	"github.com/multas/aggregator/internal/untrusted"
+	"github.com/multas/aggregator/ratelimit"
 )
 
 // Defaults of Options.
@@ -66,6 +69,10 @@ type Options struct {
 	// HealthInterval is how often a degraded store checks whether Redis is
 	// back; DefaultHealthInterval when zero.
 	HealthInterval time.Duration
+	// MaxPause is the longest pause any source may be given (the largest
+	// rate_limit.max_pause); ratelimit.DefaultMaxPause when zero. A pause
+	// read from Redis that ends further ahead is garbage.
+	MaxPause time.Duration
 }
 
 // Stores are the shared stores of one replica, over one Redis client.
@@ -81,6 +88,8 @@ type Stores struct {
 	opts    Options
 	channel string
 	replica string // tells this replica's own messages apart
+	// bad logs the keys whose values could not be read (SPEC 9).
+	bad *untrusted.Reporter
 
 	degraded atomic.Bool
 	mu       sync.Mutex // serialises changes of degraded and OnDegraded
@@ -109,7 +118,11 @@ func New(client redis.UniversalClient, opts Options) *Stores {
 	if opts.HealthInterval <= 0 {
 		opts.HealthInterval = DefaultHealthInterval
 	}
-	s := &Stores{client: client, opts: opts, channel: opts.Prefix + "events", replica: newReplicaID()}
+	if opts.MaxPause <= 0 {
+		opts.MaxPause = ratelimit.DefaultMaxPause
+	}
+	s := &Stores{client: client, opts: opts, channel: opts.Prefix + "events", replica: newReplicaID(),
+		bad: untrusted.New(opts.Logger)}
 	s.Breakers = newBreakerStore(s)
 	s.Limits = newLimitStore(s)
 	s.Events = newEventLog(s)
@@ -315,6 +328,7 @@ func (s *Stores) receive(m any) {
 	case *redis.Message:
 		var msg message
 		if json.Unmarshal([]byte(m.Payload), &msg) != nil {
+			s.bad.Unreadable(s.channel, "a message", false)
 			return
 		}
 		if msg.Pause != "" {
@@ -326,13 +340,39 @@ func (s *Stores) receive(m any) {
 		}
 		id := breaker.ID{Key: msg.Key, Operation: aggregator.Operation(msg.Operation)}
 		if msg.Settings != nil {
+			if !msg.Settings.valid() {
+				s.bad.Unreadable(s.channel, "a message", false)
+				return
+			}
 			if msg.Replica != s.replica && s.opts.OnSettings != nil {
 				s.opts.OnSettings(id, msg.Settings.settings())
 			}
 			return
 		}
-		s.Breakers.invalidate(id, parseInt(msg.Ver))
+		ver, err := strconv.ParseInt(msg.Ver, 10, 64)
+		if err != nil || ver < 0 || ver >= 1<<53 {
+			s.bad.Unreadable(s.channel, "a message", false) // not a version a script writes
+			return
+		}
+		s.Breakers.invalidate(id, ver)
 	}
+}
+
+// get reads the string at key with getScript: found is false when there is
+// none, or when the key holds another type (reported: treated as absent).
+func (s *Stores) get(ctx context.Context, key string) (val string, found bool, err error) {
+	res, err := getScript.Run(ctx, s.client, []string{key}).Result()
+	switch {
+	case isNil(err):
+		return "", false, nil
+	case err != nil:
+		return "", false, err
+	}
+	val, ok := res.(string)
+	if !ok {
+		s.bad.Unreadable(key, "", false)
+	}
+	return val, ok, nil
 }
 
 //go:embed lua/*.lua

@@ -1,5 +1,5 @@
 -- Reset (ARGV[11] = 'closed') or forced open (ARGV[11] = 'forced_open').
--- Returns {state, gen, ver, events}.
+-- Returns {state, gen, ver, events, garbage}.
 fetch(STATE)
 advance()
 if ARGV[11] == 'forced_open' then
@@ -8,4 +8,4 @@ else
   transition('closed', now, 'manual reset from admin API', 0, 0, 0, 0, false)
 end
 save()
-return { st, gen, ver, events }
+return { st, gen, ver, events, garbage and 1 or 0 }

@@ -1,5 +1,5 @@
 -- Allow: a permit, or the reason for a refusal.
--- Returns {code, gen, ver, t, events}: code 0 closed permit, 1 forced open,
+-- Returns {code, gen, ver, t, events, garbage}: code 0 closed permit, 1 forced open,
 -- 2 open until t, 3 probe in flight until t, 4 probe permit with lease t.
 fetch({ 'st', 'gen', 'ver', 'ou', 'pu' })
 if (st == 'open' and now >= ou) or (st == 'half_open' and now >= pu) then
@@ -21,4 +21,4 @@ elseif st == 'half_open' then
   end
 end
 save()
-return { code, gen, ver, t, events }
+return { code, gen, ver, t, events, garbage and 1 or 0 }

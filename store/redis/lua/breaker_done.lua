@@ -3,16 +3,23 @@
 -- 2 failure), ARGV[13] the portal's Retry-After, ARGV[14] the outcome,
 -- ARGV[15] the probe permit's lease, ARGV[16] the window as written in the
 -- settings.
--- Returns {state, gen, ver, open_until, events}.
+-- Returns {state, gen, ver, open_until, events, garbage}.
 fetch({ 'st', 'gen', 'ver', 'cf', 'bp', 'wi', 'wc', 'wf' })
 local verdict = num(ARGV[12])
 local retryAfter = num(ARGV[13])
 if num(ARGV[11]) ~= gen or fresh then
-  -- A call of an earlier generation: its verdict is stale.
-  return { st, gen, ver, ou, events }
+  -- A call of an earlier generation: its verdict is stale. (A breaker
+  -- found unreadable is written back afresh.)
+  if garbage then save() end
+  return { st, gen, ver, ou, events, garbage and 1 or 0 }
 end
 if st == 'half_open' then
   fetch(STATE)
+  if fresh then
+    -- Unreadable after all: started afresh, the probe's verdict is moot.
+    save()
+    return { st, gen, ver, ou, events, garbage and 1 or 0 }
+  end
   if verdict == 1 then
     transition('closed', now, 'probe succeeded', 0, 0, 0, 0, false)
   elseif verdict == 2 then
@@ -59,8 +66,8 @@ elseif st == 'closed' and verdict ~= 0 then
     end
     redis.call('HSET', key, slot, I(wi) .. ':' .. I(s) .. ':' .. I(f), 'wi', I(wi), 'wc', I(calls),
       'wf', I(failures), 'cf', I(consec), 'bp', I(bp))
-    return { st, gen, ver, ou, events }
+    return { st, gen, ver, ou, events, garbage and 1 or 0 }
   end
 end
 save()
-return { st, gen, ver, ou, events }
+return { st, gen, ver, ou, events, garbage and 1 or 0 }

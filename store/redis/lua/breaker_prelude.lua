@@ -28,10 +28,16 @@
 --          path reads one bucket, not ten
 --   last   the last transition, a JSON array of strings
 --
--- Anything that does not parse counts as absent: a key of another type is
--- deleted, a hash without a valid state starts afresh, a garbage number is 0.
--- Scripts fetch only the fields they need (HMGET costs by the field), and
--- always fetch STATE before changing anything.
+-- Redis contents are untrusted (SPEC 9). A key of another type, a hash
+-- without a valid state, or any field fetched that is not what this script
+-- writes (a number that is not an integer, a time further ahead than the
+-- breaker could have set it, an open breaker that ends before it began, a
+-- last transition that does not decode) makes the whole hash unreadable: it
+-- is deleted, the breaker starts closed and is written afresh, and the
+-- script reports it (its last reply element is 1) so that the caller logs
+-- the key's name. A window bucket that does not parse counts as empty and
+-- is reported the same way. Scripts fetch only the fields they need (HMGET
+-- costs by the field), and always fetch STATE before changing anything.
 
 local key = KEYS[1]
 local LIMIT = 2 ^ 53
@@ -66,7 +72,62 @@ local WINDOW = { 'bp', 'wi', 'wc', 'wf' }
 local BUCKETS = { 'b0', 'b1', 'b2', 'b3', 'b4', 'b5', 'b6', 'b7', 'b8', 'b9' }
 local VALID = { closed = true, open = true, half_open = true, forced_open = true }
 
+-- How far ahead of now a time written by another replica may be: clocks
+-- disagree. Further than that, it was not written by a replica.
+local SKEW = 300000000
+-- The longest open time a breaker takes from a portal's Retry-After: the
+-- furthest open_until a script writes is now + max(open_for, MAXFLOOR).
+local MAXFLOOR = 86400000000
+
+-- int returns v as an integer when it is one written by I (digits, an
+-- optional minus, within the exact range of a Lua number), else nil.
+local function int(v)
+  if type(v) ~= 'string' or not string.match(v, '^%-?%d+$') then
+    return nil
+  end
+  local n = tonumber(v)
+  if n == nil or n >= LIMIT or n <= -LIMIT then
+    return nil
+  end
+  return n
+end
+
+local function counter(v)
+  local n = int(v)
+  return n ~= nil and n >= 0
+end
+
+local function validLast(v)
+  local ok, e = pcall(cjson.decode, v)
+  if not ok or type(e) ~= 'table' or #e ~= 9 then
+    return false
+  end
+  for i = 1, 9 do
+    if type(e[i]) ~= 'string' then return false end
+  end
+  if not VALID[e[2]] or not VALID[e[3]] then return false end
+  local at = int(e[1])
+  if at == nil or at < 0 or at > now + SKEW then return false end
+  for i = 5, 9 do
+    if not counter(e[i]) then return false end
+  end
+  return true
+end
+
+-- CHECK tells, field by field, whether a value is one the scripts write.
+local CHECK = {
+  st = function(v) return VALID[v] == true end,
+  since = function(v) local n = int(v) return n ~= nil and n >= 0 and n <= now + SKEW end,
+  gen = counter, ver = counter, ot = counter, cf = counter, wc = counter, wf = counter, wi = counter,
+  ou = function(v) local n = int(v) return n ~= nil and n >= 0 and n <= now + math.max(openFor, MAXFLOOR) + SKEW end,
+  pu = function(v) local n = int(v) return n ~= nil and n >= 0 and n <= now + lease + SKEW end,
+  bp = function(v) local n = int(v) return n ~= nil and n > 0 end,
+  last = validLast,
+}
+
 local raw, loaded, fresh = {}, {}, false
+local garbage = false -- something unreadable was found
+local reborn = false  -- the hash was unreadable, deleted, started afresh
 local st, since, gen, ver, ou, pu, ot, cf = 'closed', now, 0, 0, 0, 0, 0, 0
 local last -- a transition made by this script
 
@@ -88,15 +149,31 @@ local function fetch(names)
   end
   if #want > 0 and not fresh then
     local vals = redis.pcall('HMGET', key, unpack(want))
+    local bad = false
     if vals['err'] ~= nil then
       vals = {}
       raw.st = nil -- not a hash
     end
     for i = 1, #want do
-      if vals[i] then raw[want[i]] = vals[i] end
+      local v = vals[i]
+      if v then
+        raw[want[i]] = v
+        local check = CHECK[want[i]]
+        if check and not check(v) then bad = true end
+      end
     end
-    if not VALID[raw.st] then
-      redis.call('DEL', key) -- whatever is there without a state
+    -- Across fields (each one valid by now): an open breaker does not end
+    -- before it began, the window's failures are among its calls, and its
+    -- newest bucket is not ahead of the clocks.
+    if not bad then
+      if raw.st == 'open' and raw.since and raw.ou and int(raw.ou) < int(raw.since) then bad = true end
+      if raw.wc and raw.wf and int(raw.wf) > int(raw.wc) then bad = true end
+      if raw.wi and raw.bp and int(raw.wi) * int(raw.bp) > now + SKEW then bad = true end
+    end
+    if bad or not VALID[raw.st] then
+      -- Whatever is there without a readable state: the breaker starts
+      -- afresh, closed, and is written back.
+      if redis.call('DEL', key) == 1 then garbage, reborn = true, true end
       raw, fresh, dirty = {}, true, true
     end
   end
@@ -104,12 +181,22 @@ local function fetch(names)
   since = num(raw.since)
   if fresh then since = now end
   gen, ver, ou, pu, ot, cf = num(raw.gen), num(raw.ver), num(raw.ou), num(raw.pu), num(raw.ot), num(raw.cf)
+  if reborn then
+    -- Replicas may have kept what the lost state said (open, say) at a
+    -- version of its own: the new state's version is above any counted
+    -- one (the clock, in microseconds), and published, so that they drop
+    -- it; permits of the lost generations are stale.
+    gen, ver, notify = now, now, true
+  end
 end
 
 local function parseBucket(v)
   if not v then return nil, 0, 0 end
   local n, s, f = string.match(v, '^(%-?%d+):(%d+):(%d+)$')
-  if n == nil then return nil, 0, 0 end
+  if n == nil or int(n) == nil or int(s) == nil or int(f) == nil then
+    garbage = true -- counts as empty; overwritten in its turn
+    return nil, 0, 0
+  end
   return num(n), num(s), num(f)
 end
 
@@ -162,6 +249,9 @@ end
 -- (the Retry-After floor).
 local function open(at, reason, calls, failures, consec, retryAfter, trip)
   local d, ra = openFor, 0
+  -- A Retry-After beyond MAXFLOOR is taken as MAXFLOOR: no script writes an
+  -- open_until that the next one would not read back.
+  retryAfter = math.min(retryAfter, MAXFLOOR)
   if retryAfter > d then
     d, ra = retryAfter, retryAfter
   end

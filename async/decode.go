@@ -1,0 +1,161 @@
+package async
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"time"
+	"unicode/utf8"
+
+	"github.com/multas/aggregator"
+)
+
+// The decoders of the values RedisStore reads back. Redis contents are
+// untrusted (SPEC 9): another version, another replica or anyone with
+// access may have written them. A value is accepted only when it decodes
+// into what this package writes, with the id it is stored under, values
+// within their ranges and times that can be written back (RFC 3339 years
+// 0–9999); anything else is absent. What is accepted is safe to work on:
+// its lookup is a valid plate or person id, its callback an absolute http
+// or https URL, and encoding it again cannot fail.
+
+// Bounds of decoded values: far beyond what the package writes.
+const (
+	maxParts    = 1000
+	maxAttempts = 1000
+	maxText     = 4096
+)
+
+// decodeQuery decodes the document of query id.
+func decodeQuery(doc []byte, id string) (*Query, bool) {
+	var q Query
+	if json.Unmarshal(doc, &q) != nil || !q.valid(id) {
+		return nil, false
+	}
+	return &q, true
+}
+
+func (q *Query) valid(id string) bool {
+	if q.ID != id || !validID(id, "q_") || !validCallback(q.CallbackURL) {
+		return false
+	}
+	switch q.Status {
+	case Pending:
+		if q.CompletedAt != nil {
+			return false
+		}
+	case Completed, Expired:
+		if q.CompletedAt == nil || !validTime(*q.CompletedAt) {
+			return false
+		}
+	default:
+		return false
+	}
+	if !validLookup(q) || q.CreatedAt.IsZero() || !validTime(q.CreatedAt) || !validTime(q.ExpiresAt) || q.ExpiresAt.Before(q.CreatedAt) ||
+		len(q.Parts) > maxParts {
+		return false
+	}
+	op := q.Lookup().Operation()
+	for i := range q.Parts {
+		if !q.Parts[i].valid(op) {
+			return false
+		}
+	}
+	return true
+}
+
+// validLookup reports whether q holds one lookup, in the normalised form
+// aggregator.NewQuery gives it.
+func validLookup(q *Query) bool {
+	switch {
+	case q.Domain != "" && q.PersonID == "" && q.IDKind == "":
+		d, err := aggregator.ParseDomain(q.Domain)
+		return err == nil && d == q.Domain
+	case q.Domain == "" && q.PersonID != "":
+		v, kind, err := aggregator.ParseID(q.PersonID)
+		return err == nil && v == q.PersonID && kind == q.IDKind
+	}
+	return false
+}
+
+func (p *Part) valid(op aggregator.Operation) bool {
+	e := p.Entry
+	switch e.Status {
+	case aggregator.EntrySucceeded, aggregator.EntryFailed, aggregator.EntrySkipped:
+	default:
+		return false
+	}
+	if e.Source == "" || !validText(e.Source) || !validText(e.Jurisdiction) || e.Operation != op ||
+		e.Count != nil && *e.Count < 0 || e.DurationMS != nil && *e.DurationMS < 0 {
+		return false
+	}
+	if pr := e.Problem; pr != nil {
+		if pr.Status < 400 || pr.Status > 599 || pr.RetryAfter != nil && *pr.RetryAfter < 0 ||
+			!validText(pr.Type) || !validText(pr.Title) || !validText(pr.Detail) || !validText(pr.Instance) {
+			return false
+		}
+	}
+	for _, in := range p.Infractions {
+		if in.Source != e.Source || !in.Status.Valid() {
+			return false
+		}
+	}
+	return p.Tries >= 0 && validTime(p.LastTry) && validTime(p.NextTry) && validTime(p.Slot)
+}
+
+// decodeDelivery decodes delivery id.
+func decodeDelivery(doc []byte, id string) (*Delivery, bool) {
+	var d Delivery
+	if json.Unmarshal(doc, &d) != nil || d.ID != id || !validID(id, "dlv_") || !validMessage(d.MessageID) ||
+		!validID(d.QueryID, "q_") || !validCallback(d.CallbackURL) || !validPayload(d.Payload) ||
+		d.Attempts < 0 || d.Attempts > maxAttempts || len(d.LastError) > maxText || !utf8.ValidString(d.LastError) ||
+		d.CreatedAt.IsZero() || !validTime(d.CreatedAt) || !validTime(d.Due) || !validTime(d.Slot) {
+		return nil, false
+	}
+	return &d, true
+}
+
+// decodeDLQ decodes DLQ entry id, as DeadLetter writes it.
+func decodeDLQ(v []byte, id string) (DLQEntry, bool) {
+	var r dlqRecord
+	if json.Unmarshal(v, &r) != nil {
+		return DLQEntry{}, false
+	}
+	e := r.Entry
+	if e.ID != id || !validID(id, "dlv_") || !validID(e.QueryID, "q_") || !validCallback(e.CallbackURL) ||
+		!validPayload(e.Payload) || e.Attempts < 0 || e.Attempts > maxAttempts ||
+		len(e.LastError) > maxText || !utf8.ValidString(e.LastError) ||
+		!validTime(e.CreatedAt) || !validTime(e.FailedAt) || e.CreatedAt.IsZero() || e.FailedAt.IsZero() ||
+		r.MessageID != "" && !validMessage(r.MessageID) {
+		return DLQEntry{}, false
+	}
+	e.MessageID = r.MessageID
+	return e, true
+}
+
+// validCallback reports whether raw has the shape of an accepted
+// callback_url (the address it reaches is checked when it is dialled).
+func validCallback(raw string) bool {
+	return guard{allowPrivate: true}.check(context.Background(), raw) == ""
+}
+
+// validMessage reports whether m has the shape of a webhook-id: "msg_"
+// and a query id.
+func validMessage(m string) bool {
+	q, ok := bytes.CutPrefix([]byte(m), []byte("msg_"))
+	return ok && validID(string(q), "q_")
+}
+
+// validPayload reports whether p is a JSON object (an event envelope).
+func validPayload(p json.RawMessage) bool {
+	p = bytes.TrimSpace(p)
+	return len(p) > 0 && p[0] == '{' && json.Valid(p)
+}
+
+// validTime reports whether t can be encoded again (RFC 3339 years 0–9999).
+func validTime(t time.Time) bool {
+	y := t.Year()
+	return y >= 0 && y <= 9999
+}
+
+func validText(s string) bool { return len(s) <= maxText && utf8.ValidString(s) }

@@ -1,0 +1,89 @@
+package async
+
+import (
+	"bytes"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/multas/aggregator"
+)
+
+// FuzzDecode feeds bytes to each decoder of the values RedisStore reads
+// back (kind picks it: a query document, a pending delivery, a DLQ entry),
+// under the id it is read for. Never a panic; a value accepted is stored
+// under that id, encodes again (the API's view of a query too) to a value
+// decoded the same, and a query's lookup is one NewQuery accepts.
+func FuzzDecode(f *testing.F) {
+	q := goodQuery()
+	q.Parts[0].Infractions = []aggregator.Infraction{{Source: "caba", ID: "Q-1", Status: aggregator.Unpaid}}
+	qdoc, _ := json.Marshal(q)
+	person := goodQuery()
+	person.Domain, person.PersonID, person.IDKind = "", "20314159269", aggregator.CUIT
+	done := t0.Add(time.Minute)
+	person.Status, person.CompletedAt = Expired, &done
+	pdoc, _ := json.Marshal(person)
+	d := &Delivery{ID: newID("dlv_"), MessageID: "msg_" + q.ID, QueryID: q.ID, CallbackURL: q.CallbackURL,
+		Payload: json.RawMessage(`{"type":"query.completed"}`), CreatedAt: t0, Due: t0, Attempts: 2, LastError: "HTTP 500"}
+	ddoc, _ := json.Marshal(d)
+	e := DLQEntry{ID: d.ID, QueryID: q.ID, CallbackURL: q.CallbackURL, Attempts: 5, LastError: "HTTP 500",
+		CreatedAt: t0, FailedAt: t0, Payload: d.Payload}
+	edoc, _ := json.Marshal(dlqRecord{Entry: e, MessageID: d.MessageID})
+	for _, seed := range []struct {
+		kind uint8
+		id   string
+		doc  []byte
+	}{
+		{0, q.ID, qdoc}, {0, person.ID, pdoc}, {0, q.ID, []byte(`{}`)}, {0, q.ID, []byte(`null`)},
+		{0, q.ID, bytes.Replace(qdoc, []byte("AB123CD"), []byte("ab123cd"), 1)},
+		{1, d.ID, ddoc}, {1, d.ID, bytes.Replace(ddoc, []byte(`"attempts":2`), []byte(`"attempts":-2`), 1)},
+		{2, e.ID, edoc}, {2, e.ID, []byte(`{"entry":{}}`)}, {2, "x", edoc},
+	} {
+		f.Add(seed.kind, seed.id, seed.doc)
+	}
+	f.Fuzz(func(t *testing.T, kind uint8, id string, doc []byte) {
+		var v any
+		var again func([]byte) (any, bool)
+		switch kind % 3 {
+		case 0:
+			q, ok := decodeQuery(doc, id)
+			if !ok {
+				return
+			}
+			if _, bad := aggregator.NewQuery(q.Domain, q.PersonID, q.Domain != "", q.PersonID != ""); len(bad) > 0 {
+				t.Errorf("query %s accepted with lookup %q %q: %v", doc, q.Domain, q.PersonID, bad)
+			}
+			if _, err := json.Marshal(q.View()); err != nil {
+				t.Errorf("the view of %s does not encode: %v", doc, err)
+			}
+			v, again = q, func(b []byte) (any, bool) { return decodeQuery(b, id) }
+		case 1:
+			d, ok := decodeDelivery(doc, id)
+			if !ok {
+				return
+			}
+			v, again = d, func(b []byte) (any, bool) { return decodeDelivery(b, id) }
+		case 2:
+			e, ok := decodeDLQ(doc, id)
+			if !ok {
+				return
+			}
+			v = dlqRecord{Entry: e, MessageID: e.MessageID}
+			again = func(b []byte) (any, bool) {
+				e, ok := decodeDLQ(b, id)
+				return dlqRecord{Entry: e, MessageID: e.MessageID}, ok
+			}
+		}
+		enc, err := json.Marshal(v)
+		if err != nil {
+			t.Fatalf("%s accepted, does not encode: %v", doc, err)
+		}
+		w, ok := again(enc)
+		if !ok {
+			t.Fatalf("%s accepted, encoded as %s, which is not", doc, enc)
+		}
+		if enc2, _ := json.Marshal(w); !bytes.Equal(enc, enc2) {
+			t.Errorf("%s does not survive a round trip:\n%s\n%s", doc, enc, enc2)
+		}
+	})
+}
