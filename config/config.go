@@ -51,6 +51,13 @@ type Server struct {
 	AdminToken string `yaml:"admin_token" json:"admin_token"`
 	// APIKeys, when not empty, makes X-API-Key mandatory on client endpoints.
 	APIKeys []APIKey `yaml:"api_keys" json:"api_keys"`
+	// ShutdownDelay is how long, once a SIGTERM came, /readyz answers 503
+	// while requests are still served, so that load balancers notice
+	// (default 5s).
+	ShutdownDelay Duration `yaml:"shutdown_delay" json:"shutdown_delay"`
+	// ShutdownTimeout bounds the wait for in-flight requests once the
+	// server stops accepting (default 15s).
+	ShutdownTimeout Duration `yaml:"shutdown_timeout" json:"shutdown_timeout"`
 }
 
 // APIKey is one client credential with its own request budget.

@@ -100,6 +100,12 @@ func validateServer(errs *Errors, s Server) {
 	if msg := checkListen(s.Listen); msg != "" {
 		errs.add("server.listen", "%s", msg)
 	}
+	if s.ShutdownDelay < 0 {
+		errs.add("server.shutdown_delay", "must not be negative")
+	}
+	if s.ShutdownTimeout < 0 {
+		errs.add("server.shutdown_timeout", "must not be negative")
+	}
 	names := map[string]int{}
 	keys := map[string]int{}
 	for i, k := range s.APIKeys {

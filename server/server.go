@@ -7,11 +7,13 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/gin-gonic/gin"
 
 	"github.com/multas/aggregator/breaker"
+	"github.com/multas/aggregator/correlation"
 	"github.com/multas/aggregator/fanout"
 	"github.com/multas/aggregator/metrics"
 	"github.com/multas/aggregator/problem"
@@ -50,13 +52,14 @@ type Options struct {
 type Server struct {
 	opts   Options
 	router *gin.Engine
+	// draining is set once shutdown began (drain.go).
+	draining atomic.Bool
 }
 
 // New builds the server and its routes.
 func New(opts Options) *Server {
-	if opts.Logger == nil {
-		opts.Logger = slog.New(slog.DiscardHandler)
-	}
+	// Log lines about a request carry its request_id (requestid.go).
+	opts.Logger = correlation.Logger(opts.Logger)
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
@@ -76,7 +79,9 @@ func New(opts Options) *Server {
 }
 
 // ServeHTTP implements http.Handler.
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.router.ServeHTTP(w, r) }
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.router.ServeHTTP(w, withRequestID(w, r))
+}
 
 // HTTPServer returns an http.Server for the handler with timeouts set
 // against slow clients; writes may take as long as the longest query.
