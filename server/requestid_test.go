@@ -18,6 +18,7 @@ import (
 	"github.com/multas/aggregator/config"
 	"github.com/multas/aggregator/correlation"
 	"github.com/multas/aggregator/internal/apitest"
+	"github.com/multas/aggregator/server"
 )
 
 // logBuffer collects a logger's JSON lines, safe for the server's goroutines.
@@ -299,4 +300,26 @@ func TestDrain(t *testing.T) {
 	if code, _ := get("/v1/infractions?domain=AB123CD"); code != http.StatusServiceUnavailable {
 		t.Errorf("a query while draining: %d, want the 503 no-source-available of its down portals", code)
 	}
+}
+
+// Whatever a caller sends as X-Request-Id, the answer carries exactly one
+// valid id: the caller's when valid, else a new one.
+func FuzzRequestIDHeader(f *testing.F) {
+	for _, s := range []string{"abc", "", " ", "a\r\nb", strings.Repeat("x", 129), "ñ", "\x00", "caller-id"} {
+		f.Add(s)
+	}
+	s := server.New(server.Options{})
+	f.Fuzz(func(t *testing.T, sent string) {
+		req := httptest.NewRequest(http.MethodGet, "/healthz", nil)
+		req.Header["X-Request-Id"] = []string{sent}
+		rec := httptest.NewRecorder()
+		s.ServeHTTP(rec, req)
+		got := rec.Header().Values("X-Request-Id")
+		if len(got) != 1 || !correlation.Valid(got[0]) {
+			t.Fatalf("sent %q: answer X-Request-Id %q", sent, got)
+		}
+		if correlation.Valid(sent) != (got[0] == sent) {
+			t.Fatalf("sent %q (valid %v): answer X-Request-Id %q", sent, correlation.Valid(sent), got[0])
+		}
+	})
 }
