@@ -457,3 +457,70 @@ func TestCheckRecorderAndResponse(t *testing.T) {
 		t.Errorf("CheckResponse returned %q", body)
 	}
 }
+
+// Every answer carries X-Request-Id (SPEC 10, Correlation): every response
+// of every operation documents the header, and problem documents their
+// request_id member.
+func TestEveryResponseDocumentsRequestID(t *testing.T) {
+	t.Parallel()
+	doc := loadSpec(t)
+	if err := doc.Validate(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for path, item := range doc.Paths.Map() {
+		for method, op := range item.Operations() {
+			for code, ref := range op.Responses.Map() {
+				n++
+				if ref.Value == nil || ref.Value.Headers["X-Request-Id"] == nil {
+					t.Errorf("%s %s: response %s does not document X-Request-Id", method, path, code)
+				}
+			}
+		}
+	}
+	if n == 0 {
+		t.Fatal("no response found")
+	}
+	if doc.Components.Schemas["Problem"].Value.Properties["request_id"] == nil {
+		t.Error("the Problem schema lacks request_id")
+	}
+}
+
+// The request_id member and the X-Request-Id header are checked when
+// present: 1 to 128 visible ASCII characters.
+func TestCheckRequestID(t *testing.T) {
+	t.Parallel()
+	v := apitest.New(t)
+	req := httptest.NewRequest("GET", "/nope", nil)
+	problemWith := func(id string) []byte {
+		b, _ := json.Marshal(map[string]any{"type": "https://x.example/problems/not-found", "title": "Not found", "status": 404, "request_id": id})
+		return b
+	}
+	tests := []struct {
+		name   string
+		header string
+		body   []byte
+		ok     bool
+	}{
+		{"id in header and body", "abc-123", problemWith("abc-123"), true},
+		{"id of 128 characters", strings.Repeat("a", 128), problemWith(strings.Repeat("a", 128)), true},
+		{"empty request_id", "abc", problemWith(""), false},
+		{"request_id with a space", "abc", problemWith("a b"), false},
+		{"request_id too long", "abc", problemWith(strings.Repeat("a", 129)), false},
+	}
+	for _, tt := range tests {
+		r := &recorder{TB: t}
+		h := http.Header{"Content-Type": {"application/problem+json"}, "X-Request-Id": {tt.header}}
+		v.Check(r, req, 404, h, tt.body)
+		if tt.ok != (len(r.errors) == 0) {
+			t.Errorf("%s: ok %v, errors %v", tt.name, tt.ok, r.errors)
+		}
+	}
+	// A documented header is validated on a routed answer.
+	r := &recorder{TB: t}
+	v.Check(r, httptest.NewRequest("GET", "/healthz", nil), 200,
+		http.Header{"Content-Type": {"application/json"}, "X-Request-Id": {"two words"}}, []byte(`{"status": "ok"}`))
+	if len(r.errors) == 0 {
+		t.Error("an X-Request-Id with a space was accepted")
+	}
+}

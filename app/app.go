@@ -17,6 +17,7 @@ import (
 	"github.com/multas/aggregator/async"
 	"github.com/multas/aggregator/breaker"
 	"github.com/multas/aggregator/config"
+	"github.com/multas/aggregator/correlation"
 	"github.com/multas/aggregator/fanout"
 	"github.com/multas/aggregator/metrics"
 	"github.com/multas/aggregator/problem"
@@ -55,6 +56,9 @@ type Options struct {
 	// Adapters add source types to the built-in http (SPEC 8): a source
 	// whose `type` is a key here is built by its Adapter.
 	Adapters map[string]Adapter
+	// Build identifies the binary on /metrics (aggregator_build_info);
+	// unknown fields are "unknown".
+	Build metrics.BuildInfo
 }
 
 // App is one aggregator replica.
@@ -80,9 +84,8 @@ type App struct {
 
 // New builds a replica from cfg.
 func New(cfg *config.Config, opts Options) (*App, error) {
-	if opts.Logger == nil {
-		opts.Logger = slog.New(slog.DiscardHandler)
-	}
+	// Log lines written with a request's context carry its request_id.
+	opts.Logger = correlation.Logger(opts.Logger)
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
@@ -124,6 +127,7 @@ func New(cfg *config.Config, opts Options) (*App, error) {
 		OnStoreError: func(err error) { opts.Logger.Warn("breaker store error", "err", err.Error()) },
 	})
 	m = metrics.New(a.Breakers)
+	m.SetBuildInfo(opts.Build)
 	a.Metrics = m
 	a.Limiter = ratelimit.New(opts.LimitStore, opts.Now)
 

@@ -55,6 +55,13 @@ type Server struct {
 	// readiness and metrics excepted); above it the answer is 503
 	// overloaded (SPEC 9). Default 1024.
 	MaxInFlight int `yaml:"max_in_flight" json:"max_in_flight"`
+	// ShutdownDelay is how long, once a SIGTERM came, /readyz answers 503
+	// while requests are still served, so that load balancers notice
+	// (default 5s).
+	ShutdownDelay Duration `yaml:"shutdown_delay" json:"shutdown_delay"`
+	// ShutdownTimeout bounds the wait for in-flight requests once the
+	// server stops accepting (default 15s).
+	ShutdownTimeout Duration `yaml:"shutdown_timeout" json:"shutdown_timeout"`
 }
 
 // APIKey is one client credential with its own request budget.

@@ -419,7 +419,7 @@ sources:
 
 func TestEnvDefaults(t *testing.T) {
 	t.Parallel()
-	data := "server: {listen: \"${LISTEN:-127.0.0.1:9999}\", admin_token: \"pa$$word${EMPTY}\"}\nquery: {deadline: \"${D}\"}\n" + minimal
+	data := "server: {listen: \"${LISTEN:-127.0.0.1:9999}\", admin_token: \"pa$$word${EMPTY:-}\"}\nquery: {deadline: \"${D}\"}\n" + minimal
 	c := mustParse(t, data, env(map[string]string{"D": "2s"}))
 	if c.Server.Listen != "127.0.0.1:9999" {
 		t.Errorf("listen: got %q", c.Server.Listen)
@@ -464,7 +464,7 @@ func TestExpand(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.in, func(t *testing.T) {
 			t.Parallel()
-			got, fromEnv, err := expand(tc.in, getenv)
+			got, fromEnv, _, err := expand(tc.in, getenv)
 			if (err != nil) != tc.wantErr {
 				t.Fatalf("expand(%q): err %v, want error %v", tc.in, err, tc.wantErr)
 			}

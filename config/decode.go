@@ -421,9 +421,13 @@ func (d *decoder) scalar(n *yaml.Node, path, want string) (s string, fromEnv, ok
 		d.fail(n.Line, path, "want "+want+", got "+kindName(n))
 		return "", false, false
 	}
-	s, fromEnv, err := expand(n.Value, d.getenv)
+	s, fromEnv, unset, err := expand(n.Value, d.getenv)
 	if err != nil {
 		d.fail(n.Line, path, err.Error())
+		return "", false, false
+	}
+	if len(unset) > 0 && secretKey(path) {
+		d.fail(n.Line, path, unsetSecret(unset))
 		return "", false, false
 	}
 	return s, fromEnv, true

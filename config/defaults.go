@@ -13,7 +13,12 @@ import (
 // SPEC 6 and no sources.
 func builtin() *Config {
 	return &Config{
-		Server: Server{Listen: "127.0.0.1:8080", MaxInFlight: 1024},
+		Server: Server{
+			Listen:          "127.0.0.1:8080",
+			MaxInFlight:     1024,
+			ShutdownDelay:   Duration(5 * time.Second),
+			ShutdownTimeout: Duration(15 * time.Second),
+		},
 		Query: Query{
 			Deadline:    Duration(3 * time.Second),
 			MaxDeadline: Duration(10 * time.Second),

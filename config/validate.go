@@ -103,6 +103,12 @@ func validateServer(errs *Errors, s Server) {
 	if s.MaxInFlight < 1 {
 		errs.add("server.max_in_flight", "must be at least 1")
 	}
+	if s.ShutdownDelay < 0 {
+		errs.add("server.shutdown_delay", "must not be negative")
+	}
+	if s.ShutdownTimeout < 0 {
+		errs.add("server.shutdown_timeout", "must not be negative")
+	}
 	names := map[string]int{}
 	keys := map[string]int{}
 	for i, k := range s.APIKeys {

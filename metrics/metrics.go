@@ -34,6 +34,7 @@ type Metrics struct {
 	DLQ prometheus.Gauge
 	// StoreDegraded is 1 while the shared store is unreachable.
 	StoreDegraded prometheus.Gauge
+	buildInfo     *prometheus.GaugeVec
 }
 
 // New registers every metric on a fresh registry, with the Go runtime and
@@ -86,11 +87,39 @@ func New(breakers *breaker.Set) *Metrics {
 			Name: "aggregator_store_degraded",
 			Help: "1 while the shared state store is unreachable and local state is used.",
 		}),
+		buildInfo: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "aggregator_build_info",
+			Help: "Always 1; its labels say which build is running.",
+		}, []string{"version", "revision", "goversion"}),
 	}
 	reg.MustRegister(m.calls, m.callSeconds, m.queries, m.querySecs, m.transitions, m.Deliveries, m.DLQ, m.StoreDegraded,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		m.httpReqs, m.httpSecs, m.breakers)
+		m.httpReqs, m.httpSecs, m.breakers, m.buildInfo)
+	m.SetBuildInfo(BuildInfo{})
 	return m
+}
+
+// BuildInfo identifies the running build (SPEC 10, Build info).
+type BuildInfo struct {
+	// Version is the release ("devel" for a build that is not one).
+	Version string
+	// Revision is the VCS commit the binary was built from.
+	Revision string
+	// GoVersion is the Go toolchain that built it (runtime.Version()).
+	GoVersion string
+}
+
+// SetBuildInfo exposes b as aggregator_build_info{version,revision,goversion} 1,
+// in place of what was set before; an empty field is "unknown".
+func (m *Metrics) SetBuildInfo(b BuildInfo) {
+	orUnknown := func(s string) string {
+		if s == "" {
+			return "unknown"
+		}
+		return s
+	}
+	m.buildInfo.Reset()
+	m.buildInfo.WithLabelValues(orUnknown(b.Version), orUnknown(b.Revision), orUnknown(b.GoVersion)).Set(1)
 }
 
 // Registry is where every metric of the service is registered.

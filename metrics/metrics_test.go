@@ -18,6 +18,7 @@ import (
 	"github.com/multas/aggregator/app"
 	"github.com/multas/aggregator/breaker/breakertest"
 	"github.com/multas/aggregator/internal/apptest"
+	"github.com/multas/aggregator/metrics"
 	"github.com/multas/aggregator/portalsim"
 )
 
@@ -180,6 +181,7 @@ var families = map[string]struct {
 	"aggregator_query_duration_seconds":       {dto.MetricType_HISTOGRAM, []string{"operation"}},
 	"aggregator_webhook_deliveries_total":     {dto.MetricType_COUNTER, []string{"outcome"}},
 	"aggregator_dlq_entries":                  {dto.MetricType_GAUGE, nil},
+	"aggregator_build_info":                   {dto.MetricType_GAUGE, []string{"goversion", "revision", "version"}},
 }
 
 // Every value a label may take: configuration ids and fixed vocabularies,
@@ -296,6 +298,9 @@ func TestScrapeNamesLabelsAndOutcomes(t *testing.T) {
 				checkHTTPLabels(t, name, f)
 				continue
 			}
+			if name == "aggregator_build_info" {
+				continue // the build's own identity (TestBuildInfo)
+			}
 			for _, m := range f.GetMetric() {
 				for _, l := range m.GetLabel() {
 					vals, ok := allowed[l.GetName()]
@@ -378,6 +383,10 @@ func TestScrapeNamesLabelsAndOutcomes(t *testing.T) {
 		if total != 9 {
 			t.Errorf("aggregator_queries_total sums to %v, want the 9 queries sent", total)
 		}
+		// A refused query counts under the operation it asked for: the bad
+		// plate is by_domain (not by_id), the DNI caba cannot take by_id.
+		s.want(t, "aggregator_queries_total", map[string]string{"operation": "by_domain", "outcome": "invalid"}, 1)
+		s.want(t, "aggregator_queries_total", map[string]string{"operation": "by_id", "outcome": "invalid"}, 1)
 		if n, _ := s.value("aggregator_query_duration_seconds", map[string]string{"operation": "by_domain"}); n < 5 {
 			t.Errorf("aggregator_query_duration_seconds{operation=by_domain} counted %v queries, want at least 5", n)
 		}
@@ -530,5 +539,31 @@ func checkHTTPLabels(t *testing.T, name string, f *dto.MetricFamily) {
 				t.Errorf("%s: label %s=%q is not bounded", name, l.GetName(), v)
 			}
 		}
+	}
+}
+
+// aggregator_build_info is 1, labelled with what the program passed in;
+// "unknown" for what it did not know.
+func TestBuildInfo(t *testing.T) {
+	tests := []struct {
+		name  string
+		build metrics.BuildInfo
+		want  map[string]string
+	}{
+		{"known", metrics.BuildInfo{Version: "v1.4.2", Revision: "0123abcd", GoVersion: "go1.26.8"},
+			map[string]string{"version": "v1.4.2", "revision": "0123abcd", "goversion": "go1.26.8"}},
+		{"nothing known", metrics.BuildInfo{},
+			map[string]string{"version": "unknown", "revision": "unknown", "goversion": "unknown"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			env := apptest.Start(t, portalsim.Demo()[:1], `server: {listen: "127.0.0.1:0"}`+"\n", app.Options{Build: tt.build})
+			r := &replica{app: env.App, sim: env.Sim, url: env.URL}
+			s := r.scrape(t)
+			if n := len(s.families["aggregator_build_info"].GetMetric()); n != 1 {
+				t.Errorf("aggregator_build_info has %d series, want 1", n)
+			}
+			s.want(t, "aggregator_build_info", tt.want, 1)
+		})
 	}
 }

@@ -14,6 +14,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/multas/aggregator/correlation"
 )
 
 // Slug names a problem type; the type URI is the configured base followed by
@@ -116,6 +118,10 @@ type Problem struct {
 	RetryAfter *int `json:"retry_after,omitempty"`
 	// InvalidParams lists the bad inputs of an invalid-query problem.
 	InvalidParams []InvalidParam `json:"invalid_params,omitempty"`
+	// RequestID is the X-Request-Id of the answer that carries the problem
+	// as its document (SPEC 10); Write fills it in. A problem inside a
+	// result (a source's entry) has none.
+	RequestID string `json:"request_id,omitempty"`
 
 	// Slug is the problem's type without the base URI.
 	Slug Slug `json:"-"`
@@ -208,9 +214,14 @@ const ContentType = "application/problem+json"
 
 // Write sends p as the response, with its status and, when RetryAfter is
 // set, a Retry-After header. extra, when not nil, is encoded in place of p
-// (a struct embedding *Problem with extension members).
+// (a struct embedding *Problem with extension members). When the answer
+// already has an X-Request-Id header and p no RequestID, p takes it, so
+// that every problem document carries the id of its answer.
 func Write(w http.ResponseWriter, p *Problem, extra any) {
 	h := w.Header()
+	if p.RequestID == "" {
+		p.RequestID = h.Get(correlation.Header)
+	}
 	h.Set("Content-Type", ContentType)
 	if p.RetryAfter != nil {
 		h.Set("Retry-After", strconv.Itoa(*p.RetryAfter))

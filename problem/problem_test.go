@@ -122,3 +122,53 @@ func TestInvalid(t *testing.T) {
 		t.Errorf("Invalid = %+v", p)
 	}
 }
+
+// A problem document carries its answer's X-Request-Id as request_id,
+// extension documents (a struct embedding the problem) included; without
+// the header it has no request_id member at all.
+func TestWriteRequestID(t *testing.T) {
+	t.Parallel()
+	c := problem.Catalog{Base: "/problems/"}
+	type withSources struct {
+		*problem.Problem
+		Sources []string `json:"sources"`
+	}
+	tests := []struct {
+		name   string
+		header string // the answer's X-Request-Id, set before Write
+		preset string // the problem's own RequestID
+		extra  bool
+		want   any // request_id in the body; nil for absent
+	}{
+		{"from the answer's header", "req-7", "", false, "req-7"},
+		{"in an extension document", "req-8", "", true, "req-8"},
+		{"the problem's own id wins", "req-9", "own", false, "own"},
+		{"no header, no member", "", "", false, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			rec := httptest.NewRecorder()
+			if tt.header != "" {
+				rec.Header().Set("X-Request-Id", tt.header)
+			}
+			p := c.New(problem.NoSourceAvailable, "none")
+			p.RequestID = tt.preset
+			var extra any
+			if tt.extra {
+				extra = withSources{Problem: p, Sources: []string{"caba"}}
+			}
+			problem.Write(rec, p, extra)
+			var got map[string]any
+			if err := json.Unmarshal(rec.Body.Bytes(), &got); err != nil {
+				t.Fatal(err)
+			}
+			if v, ok := got["request_id"]; (tt.want == nil && ok) || (tt.want != nil && v != tt.want) {
+				t.Errorf("request_id = %v (present %v), want %v; body %s", v, ok, tt.want, rec.Body.String())
+			}
+			if tt.extra && got["sources"] == nil {
+				t.Errorf("extension member lost: %s", rec.Body.String())
+			}
+		})
+	}
+}

@@ -183,7 +183,7 @@ func (s *Server) updateBreaker(c *gin.Context) {
 		id := m.BreakerID(op)
 		if s.opts.Breakers.SetSettings(id, settings) && s.opts.ShareSettings != nil {
 			if err := s.opts.ShareSettings(c.Request.Context(), id, settings); err != nil {
-				s.opts.Logger.Warn("sharing breaker settings", "breaker", id.String(), "err", err.Error())
+				s.opts.Logger.WarnContext(c.Request.Context(), "sharing breaker settings", "breaker", id.String(), "err", err.Error())
 			}
 		}
 	}

@@ -131,7 +131,7 @@ func (s *Server) createQuery(c *gin.Context) {
 	}
 	v, err := s.opts.Async.Submit(ctx, async.Request{Query: q, Sources: set, CallbackURL: callback, MaxWait: maxWait})
 	if err != nil {
-		s.opts.Logger.Error("accepting an asynchronous query", "err", err.Error())
+		s.opts.Logger.ErrorContext(c.Request.Context(), "accepting an asynchronous query", "err", err.Error())
 		s.failSlug(c, problem.Internal, "")
 		return
 	}
@@ -163,7 +163,7 @@ func (s *Server) getQuery(c *gin.Context) {
 	case errors.Is(err, async.ErrNotFound):
 		s.failSlug(c, problem.NotFound, "No such query (or it finished too long ago).")
 	case err != nil:
-		s.opts.Logger.Error("reading an asynchronous query", "err", err.Error())
+		s.opts.Logger.ErrorContext(c.Request.Context(), "reading an asynchronous query", "err", err.Error())
 		s.failSlug(c, problem.Internal, "")
 	default:
 		writeJSON(c, http.StatusOK, v)
@@ -177,7 +177,7 @@ func (s *Server) listDLQ(c *gin.Context) {
 	}
 	entries, err := s.opts.Async.DLQ(c.Request.Context())
 	if err != nil {
-		s.opts.Logger.Error("reading the DLQ", "err", err.Error())
+		s.opts.Logger.ErrorContext(c.Request.Context(), "reading the DLQ", "err", err.Error())
 		s.failSlug(c, problem.Internal, "")
 		return
 	}
@@ -207,7 +207,7 @@ func (s *Server) dlqAction(c *gin.Context, act func(context.Context, string) err
 	case errors.Is(err, async.ErrNotFound):
 		s.failSlug(c, problem.NotFound, "No such dead letter queue entry.")
 	case err != nil:
-		s.opts.Logger.Error("acting on the DLQ", "err", err.Error())
+		s.opts.Logger.ErrorContext(c.Request.Context(), "acting on the DLQ", "err", err.Error())
 		s.failSlug(c, problem.Internal, "")
 	default:
 		c.Status(status)

@@ -40,8 +40,23 @@ func (s *Server) infractions(c *gin.Context) {
 			return
 		}
 	}
-	s.observeQuery(q, "invalid", 0)
+	s.observeInvalid(hasDomain, hasID)
 	s.fail(c, s.opts.Problems.Invalid(bad...), nil)
+}
+
+// observeInvalid counts a refused query under the operation it asked for,
+// the one of the parameter given (its Query is empty when that parameter
+// was the bad one). With both parameters or neither it asked for no
+// operation, and is counted only by aggregator_http_requests_total.
+func (s *Server) observeInvalid(hasDomain, hasID bool) {
+	if s.opts.Metrics == nil || hasDomain == hasID {
+		return
+	}
+	op := aggregator.ByID
+	if hasDomain {
+		op = aggregator.ByDomain
+	}
+	s.opts.Metrics.Query(op, "invalid", 0)
 }
 
 // unavailable is the 503 no-source-available document: the problem with

@@ -85,7 +85,8 @@ func (s *Server) recoverer(c *gin.Context) {
 			if err, ok := v.(error); ok && errors.Is(err, http.ErrAbortHandler) {
 				panic(v)
 			}
-			s.opts.Logger.Error("panic in handler", "route", c.FullPath(), "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+			s.opts.Logger.ErrorContext(c.Request.Context(), "panic in handler",
+				"route", c.FullPath(), "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
 			if !c.Writer.Written() {
 				s.failSlug(c, problem.Internal, "")
 			}
@@ -96,7 +97,8 @@ func (s *Server) recoverer(c *gin.Context) {
 }
 
 // accessLog logs each request by route pattern, never by its URL: query
-// strings and paths carry plates and ids.
+// strings and paths carry plates and ids. Its duration is duration_ms, in
+// milliseconds (with microseconds as decimals).
 func (s *Server) accessLog(c *gin.Context) {
 	start := time.Now()
 	c.Next()
@@ -107,8 +109,13 @@ func (s *Server) accessLog(c *gin.Context) {
 	elapsed := time.Since(start)
 	s.opts.Logger.LogAttrs(c.Request.Context(), slog.LevelDebug, "request",
 		slog.String("method", c.Request.Method), slog.String("route", route),
-		slog.Int("status", c.Writer.Status()), slog.Duration("duration", elapsed))
+		slog.Int("status", c.Writer.Status()), slog.Float64("duration_ms", durationMS(elapsed)))
 	if s.opts.Metrics != nil {
 		s.opts.Metrics.HTTPRequest(route, c.Request.Method, c.Writer.Status(), elapsed)
 	}
+}
+
+// durationMS is d in milliseconds, to the microsecond.
+func durationMS(d time.Duration) float64 {
+	return float64(d.Microseconds()) / 1000
 }

@@ -27,7 +27,7 @@ func (s *Server) routes() {
 
 	r.GET("/problems/:slug", s.problemPage)
 	r.GET("/healthz", s.healthz)
-	r.GET("/readyz", s.readyz)
+	r.GET("/readyz", s.unlessDraining, s.readyz)
 	r.GET("/openapi.yaml", s.openapi)
 	r.GET("/metrics", s.metrics)
 	r.GET("/", s.dashboard)

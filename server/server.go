@@ -13,6 +13,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/multas/aggregator/breaker"
+	"github.com/multas/aggregator/correlation"
 	"github.com/multas/aggregator/fanout"
 	"github.com/multas/aggregator/metrics"
 	"github.com/multas/aggregator/problem"
@@ -57,13 +58,14 @@ type Server struct {
 
 	inFlight    atomic.Int64 // requests being served (limitInFlight)
 	maxInFlight int64
+	// draining is set once shutdown began (drain.go).
+	draining atomic.Bool
 }
 
 // New builds the server and its routes.
 func New(opts Options) *Server {
-	if opts.Logger == nil {
-		opts.Logger = slog.New(slog.DiscardHandler)
-	}
+	// Log lines about a request carry its request_id (requestid.go).
+	opts.Logger = correlation.Logger(opts.Logger)
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
@@ -86,7 +88,9 @@ func New(opts Options) *Server {
 }
 
 // ServeHTTP implements http.Handler.
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.router.ServeHTTP(w, r) }
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.router.ServeHTTP(w, withRequestID(w, r))
+}
 
 // HTTPServer returns an http.Server for the handler with timeouts set
 // against slow clients; writes may take as long as the longest query.

@@ -1,8 +1,11 @@
 // Command aggregator runs the multi-jurisdiction infractions aggregator.
 //
-//	aggregator                         demo: simulated portals on loopback, API on 127.0.0.1:8080
-//	aggregator -config FILE [-listen ADDR]
+//	aggregator [run]                   demo: simulated portals on loopback, API on 127.0.0.1:8080
+//	aggregator [run] -config FILE [-listen ADDR]
 //	aggregator validate -config FILE   list every problem of a config, exit 1 if any
+//	aggregator query --domain PLATE    look a query up through a running aggregator
+//	aggregator version                 the build: version, VCS revision, Go version
+//	aggregator help                    the commands
 package main
 
 import (
@@ -14,8 +17,10 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"strings"
 	"syscall"
 	"time"
@@ -24,6 +29,7 @@ import (
 
 	"github.com/multas/aggregator/app"
 	"github.com/multas/aggregator/config"
+	"github.com/multas/aggregator/correlation"
 	"github.com/multas/aggregator/portalsim"
 	"github.com/multas/aggregator/server"
 )
@@ -31,6 +37,12 @@ import (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// The first signal starts a graceful shutdown; a second one ends the
+	// process at once, as without a handler.
+	go func() {
+		<-ctx.Done()
+		stop()
+	}()
 	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr); err != nil {
 		if !errors.Is(err, errReported) {
 			fmt.Fprintln(os.Stderr, "aggregator:", err)
@@ -42,55 +54,144 @@ func main() {
 // errReported means the details were already written for the user.
 var errReported = errors.New("reported")
 
+// exitUsage is the exit status of a command line that cannot be run: an
+// unknown command, flag or argument. Nothing was started.
+const exitUsage exitStatus = 2
+
+const usage = `usage: aggregator [command] [flags]
+
+Commands:
+  run            serve the API (the default command): over the portals of -config FILE,
+                 or, without -config, a demo over simulated portals on loopback
+  validate       check a configuration file and list every problem in it (-config FILE)
+  query          look up infractions through a running aggregator (--domain or --id)
+  sources check  check that the configured sources answer (-config FILE)
+  version        print the version, the VCS revision and the Go version
+  help           print this help
+
+'aggregator COMMAND -h' lists a command's flags. The flags of run:
+`
+
 // run is the whole program, testable: it returns when ctx ends (after a
 // graceful shutdown) or on a start-up error.
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	if len(args) > 0 && args[0] == "validate" {
-		return validate(args[1:], getenv, stdout, stderr)
+	cmd, rest := "run", args
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		cmd, rest = args[0], args[1:]
 	}
-	if len(args) > 0 && args[0] == "query" {
-		return query(ctx, args[1:], getenv, stdout, stderr)
+	switch cmd {
+	case "run":
+		return serve(ctx, rest, getenv, stdout, stderr)
+	case "validate":
+		return validate(rest, getenv, stdout, stderr)
+	case "query":
+		return query(ctx, rest, getenv, stdout, stderr)
+	case "version":
+		if len(rest) > 0 {
+			fmt.Fprintf(stderr, "aggregator version: unexpected arguments: %s\n", strings.Join(rest, " "))
+			return exitUsage
+		}
+		printVersion(stdout, buildInfo(version, debug.ReadBuildInfo))
+		return nil
+	case "help":
+		printUsage(stdout)
+		return nil
 	}
+	fmt.Fprintf(stderr, "aggregator: unknown command %q\n\n", cmd)
+	printUsage(stderr)
+	return exitUsage
+}
+
+// serveFlags are the flags of run.
+type serveFlags struct {
+	fs       *flag.FlagSet
+	config   *string
+	listen   *string
+	logLevel *string
+	version  *bool
+}
+
+func newServeFlags(out io.Writer) serveFlags {
 	fs := flag.NewFlagSet("aggregator", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	cfgPath := fs.String("config", "", "YAML configuration `file`; without it, a demo with simulated portals")
-	listen := fs.String("listen", "", "listen `address`, overriding server.listen")
-	logLevel := fs.String("log-level", "info", "log level: debug, info, warn, error")
-	if err := fs.Parse(args); err != nil {
-		return errReported
+	fs.SetOutput(out)
+	fs.Usage = func() {} // printed by the caller, to stdout for -h
+	return serveFlags{
+		fs:       fs,
+		config:   fs.String("config", "", "YAML configuration `file`; without it, a demo with simulated portals"),
+		listen:   fs.String("listen", "", "listen `address`, overriding server.listen (the demo: loopback only)"),
+		logLevel: fs.String("log-level", "info", "log level: debug, info, warn, error"),
+		version:  fs.Bool("version", false, "print the version, the VCS revision and the Go version, and exit"),
+	}
+}
+
+// printUsage writes the commands and the flags of run.
+func printUsage(w io.Writer) {
+	fmt.Fprint(w, usage)
+	f := newServeFlags(w)
+	f.fs.PrintDefaults()
+}
+
+// serve is the run command: the API over the configured portals, or the
+// demo.
+func serve(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	f := newServeFlags(stderr)
+	if err := f.fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			printUsage(stdout)
+			return nil
+		}
+		fmt.Fprintln(stderr) // after flag's own message
+		printUsage(stderr)
+		return exitUsage
+	}
+	if f.fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "aggregator: unexpected arguments: %s\n\n", strings.Join(f.fs.Args(), " "))
+		printUsage(stderr)
+		return exitUsage
+	}
+	if *f.version {
+		printVersion(stdout, buildInfo(version, debug.ReadBuildInfo))
+		return nil
 	}
 	var level slog.Level
-	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
-		return fmt.Errorf("-log-level: %w", err)
+	if err := level.UnmarshalText([]byte(*f.logLevel)); err != nil {
+		fmt.Fprintf(stderr, "aggregator: -log-level: %v\n", err)
+		return exitUsage
 	}
-	logger := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: level}))
+	if *f.config == "" && *f.listen != "" && !loopback(*f.listen) {
+		fmt.Fprintf(stderr, "aggregator: -listen %q: the demo (no -config) listens on loopback only "+
+			"(127.0.0.1, ::1 or localhost, with a port); to serve on other addresses, run with -config FILE\n", *f.listen)
+		return exitUsage
+	}
+	// Log lines written about a request carry its request_id.
+	logger := correlation.Logger(slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: level})))
 	// go-redis reports reconnection attempts through a process-wide logger;
 	// our stores already say once when Redis goes and comes back.
 	redis.SetLogger(redisLog{logger})
 
 	var cfg *config.Config
 	var demo *portalsim.Server
-	if *cfgPath == "" {
+	if *f.config == "" {
 		var err error
-		demo, cfg, err = startDemo(*listen, getenv)
+		demo, cfg, err = startDemo(*f.listen, getenv)
 		if err != nil {
 			return err
 		}
 		defer demo.Close()
 	} else {
 		var err error
-		cfg, err = config.Load(*cfgPath, getenv)
+		cfg, err = config.Load(*f.config, getenv)
 		if err != nil {
 			return reportConfig(stderr, err)
 		}
-		if *listen != "" {
-			if err := cfg.SetListen(*listen); err != nil {
+		if *f.listen != "" {
+			if err := cfg.SetListen(*f.listen); err != nil {
 				return fmt.Errorf("-listen: %w", err)
 			}
 		}
 	}
 
-	a, err := app.New(cfg, app.Options{Logger: logger})
+	a, err := app.New(cfg, app.Options{Logger: logger, Build: buildInfo(version, debug.ReadBuildInfo)})
 	if err != nil {
 		return err
 	}
@@ -111,29 +212,76 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return err
 	case <-ctx.Done():
 	}
-	// In-flight queries finish within their budget.
-	shutdownCtx, cancel := context.WithTimeout(context.Background(), time.Duration(cfg.Query.MaxDeadline)+2*time.Second)
-	defer cancel()
-	logger.Info("shutting down")
-	if err := srv.Shutdown(shutdownCtx); err != nil {
+	return drain(logger, a.Server, srv, errc, time.Duration(cfg.Server.ShutdownDelay), time.Duration(cfg.Server.ShutdownTimeout))
+}
+
+// drain shuts the server down gracefully (SPEC 10): /readyz answers 503 at
+// once while requests are still served for delay, so that load balancers
+// notice; then the server stops accepting, and in-flight requests have up
+// to timeout to finish. errc is the result of srv.Serve.
+func drain(logger *slog.Logger, s *server.Server, srv *http.Server, errc <-chan error, delay, timeout time.Duration) error {
+	s.Drain()
+	logger.Info("draining: /readyz answers 503, requests are still served",
+		"shutdown_delay", delay.String(), "shutdown_timeout", timeout.String())
+	wait := time.NewTimer(delay)
+	select {
+	case <-wait.C:
+	case err := <-errc:
+		wait.Stop()
 		return err
+	}
+	logger.Info("shutting down: no new connections, waiting for the requests in flight")
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	if err := srv.Shutdown(ctx); err != nil {
+		_ = srv.Close()
+		<-errc
+		return fmt.Errorf("requests still in flight after server.shutdown_timeout (%v) were cut off: %w", timeout, err)
 	}
 	if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
+	logger.Info("stopped")
 	return nil
+}
+
+// loopback reports whether the listen address addr is on loopback only:
+// localhost or a loopback IP, with a port.
+func loopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.IsLoopback()
 }
 
 func validate(args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("validate", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), "usage: aggregator validate -config FILE\n\nLists every problem of a configuration; exit status 1 if there is any.\n\n")
+		fs.PrintDefaults()
+	}
 	cfgPath := fs.String("config", "", "YAML configuration `file` to check")
 	if err := fs.Parse(args); err != nil {
-		return errReported
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return exitUsage
 	}
-	if *cfgPath == "" {
-		fmt.Fprintln(stderr, "validate: -config FILE is required")
-		return errReported
+	switch {
+	case fs.NArg() > 0:
+		fmt.Fprintf(stderr, "aggregator validate: unexpected arguments: %s\n", strings.Join(fs.Args(), " "))
+		fs.Usage()
+		return exitUsage
+	case *cfgPath == "":
+		fmt.Fprintln(stderr, "aggregator validate: -config FILE is required")
+		fs.Usage()
+		return exitUsage
 	}
 	cfg, err := config.Load(*cfgPath, getenv)
 	if err == nil {
@@ -174,7 +322,8 @@ func startDemo(listen string, getenv func(string) string) (*portalsim.Server, *c
 		token = "demo-admin-token"
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "server: {listen: %q, admin_token: %q}\n", listen, token)
+	// On loopback, no load balancer has to notice a drain: a short one.
+	fmt.Fprintf(&b, "server: {listen: %q, admin_token: %q, shutdown_delay: 1s}\n", listen, token)
 	fmt.Fprintf(&b, "problems: {base_uri: %q}\n", "http://"+listen+"/problems/")
 	b.WriteString("query: {deadline: 3s, max_deadline: 10s}\n")
 	b.WriteString("defaults:\n  breaker: {window: 60s, min_calls: 4, failure_ratio: 0.5, open_for: 20s}\n")

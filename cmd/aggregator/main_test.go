@@ -102,7 +102,7 @@ func TestRunWithConfigAndListenOverride(t *testing.T) {
 	portal := freeAddr(t) // nothing listens: the source is down
 	cfg := filepath.Join(t.TempDir(), "aggregator.yaml")
 	writeFile(t, cfg, fmt.Sprintf(`
-server: {listen: "127.0.0.1:1", admin_token: "${TOKEN}"}
+server: {listen: "127.0.0.1:1", admin_token: "${TOKEN}", shutdown_delay: 0s}
 sources:
   - id: caba
     jurisdiction: Ciudad de Buenos Aires
@@ -167,6 +167,18 @@ sources:
     response: {items: /actas, fields: {id: /nro}}
     breaker: {failure_ratio: 1.5}
 `)
+	unsetSecret := filepath.Join(dir, "unset.yaml")
+	writeFile(t, unsetSecret, `
+server: {admin_token: "${NO_SUCH_TOKEN}"}
+sources:
+  - id: caba
+    jurisdiction: Ciudad de Buenos Aires
+    base_url: http://127.0.0.1:9101
+    headers: {Authorization: "Bearer ${NO_PORTAL_TOKEN}"}
+    operations:
+      by_domain: {method: GET, path: "/actas?dominio={domain}"}
+    response: {items: /actas, fields: {id: /nro}}
+`)
 	tests := []struct {
 		name    string
 		args    []string
@@ -177,7 +189,9 @@ sources:
 		{"every problem listed", []string{"validate", "-config", bad}, true,
 			[]string{"server.colour", "sources[0].operations.by_domain.path", "sources[0].breaker.failure_ratio", "bad.yaml"}},
 		{"missing file", []string{"validate", "-config", filepath.Join(dir, "none.yaml")}, true, nil},
-		{"no -config", []string{"validate"}, true, []string{"-config"}},
+		{"no -config", []string{"validate"}, true, []string{"-config FILE is required", "usage: aggregator validate"}},
+		{"unset secret", []string{"validate", "-config", unsetSecret}, true,
+			[]string{"unset.yaml:2: server.admin_token: ${NO_SUCH_TOKEN} is not set", "sources[0].headers.Authorization: ${NO_PORTAL_TOKEN}"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -86,6 +86,7 @@ func secretsScenario(t *testing.T, withRedis bool) {
 	writeFile(t, cfg, fmt.Sprintf(`
 server:
   listen: "127.0.0.1:1"
+  shutdown_delay: 0s
   admin_token: "${ADMIN}"
   api_keys: [{name: fleet, key: "${KEY_FLEET}", rps: 1000, burst: 1000}, {name: other, key: "${KEY_OTHER}", rps: 1, burst: 1}]
 %s

@@ -1,0 +1,182 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"runtime"
+	"runtime/debug"
+	"strings"
+	"testing"
+
+	"github.com/multas/aggregator/metrics"
+)
+
+// commands are the subcommands aggregator help must list.
+var commands = []string{"run", "validate", "query", "sources check", "version", "help"}
+
+// The command line: help on stdout with exit 0; an unknown command, flag
+// or argument, a non-loopback demo, is exit 2 with the usage on stderr,
+// and nothing starts; a configuration with an unset secret refuses to
+// start. run gets an ended context, so a demo that started by mistake
+// would print its banner and return at once rather than hang the test.
+func TestCommandLine(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	unset := filepath.Join(dir, "unset.yaml")
+	writeFile(t, unset, `
+server: {listen: "127.0.0.1:0", admin_token: "${NO_SUCH_TOKEN}"}
+sources:
+  - id: caba
+    jurisdiction: Ciudad de Buenos Aires
+    base_url: http://127.0.0.1:9101
+    operations: {by_domain: {path: "/actas?dominio={domain}"}}
+    response: {items: /actas, fields: {id: /nro}}
+`)
+	usage := append([]string{"usage: aggregator", "-config", "-listen", "-version"}, commands...)
+	tests := []struct {
+		name           string
+		args           []string
+		code           int
+		stdout, stderr []string
+	}{
+		{"help", []string{"help"}, 0, usage, nil},
+		{"-h", []string{"-h"}, 0, usage, nil},
+		{"--help", []string{"--help"}, 0, usage, nil},
+		{"-help", []string{"-help"}, 0, usage, nil},
+		{"version", []string{"version"}, 0, []string{"aggregator ", "revision", runtime.Version()}, nil},
+		{"-version", []string{"-version"}, 0, []string{"aggregator ", "revision", runtime.Version()}, nil},
+		{"unknown command", []string{"serve"}, 2, nil, append([]string{`unknown command "serve"`}, usage...)},
+		{"unknown command with flags", []string{"demo", "-config", unset}, 2, nil, []string{`unknown command "demo"`}},
+		{"unknown flag", []string{"-bogus"}, 2, nil, append([]string{"flag provided but not defined: -bogus"}, usage...)},
+		{"misspelt flag", []string{"-confg", unset}, 2, nil, []string{"flag provided but not defined: -confg"}},
+		{"flag without its value", []string{"-config"}, 2, nil, []string{"flag needs an argument: -config"}},
+		{"stray argument", []string{"-listen", "127.0.0.1:0", "extra"}, 2, nil, []string{"unexpected arguments: extra"}},
+		{"run with a stray argument", []string{"run", "extra"}, 2, nil, []string{"unexpected arguments: extra"}},
+		{"bad log level", []string{"-log-level", "loud"}, 2, nil, []string{"-log-level"}},
+		{"version with arguments", []string{"version", "--short"}, 2, nil, []string{"unexpected arguments"}},
+		{"validate, unknown flag", []string{"validate", "-bogus"}, 2, nil, []string{"flag provided but not defined: -bogus", "usage: aggregator validate"}},
+		{"validate, stray argument", []string{"validate", "-config", unset, "x"}, 2, nil, []string{"unexpected arguments: x"}},
+		{"validate -h", []string{"validate", "-h"}, 0, nil, []string{"usage: aggregator validate"}},
+		{"demo on every interface", []string{"-listen", "0.0.0.0:0"}, 2, nil, []string{`-listen "0.0.0.0:0"`, "loopback only", "-config"}},
+		{"demo on every interface, v6", []string{"-listen", "[::]:0"}, 2, nil, []string{"loopback only"}},
+		{"demo without a host", []string{"-listen", ":0"}, 2, nil, []string{"loopback only"}},
+		{"demo on a LAN address", []string{"-listen", "192.168.1.10:8080"}, 2, nil, []string{"loopback only"}},
+		{"demo on a host name", []string{"-listen", "aggregator.example:8080"}, 2, nil, []string{"loopback only"}},
+		{"demo on a localhost look-alike", []string{"-listen", "localhost.example:8080"}, 2, nil, []string{"loopback only"}},
+		// With a configuration the operator chose the address: the config
+		// is read (and here, refused for its unset secret), exit 1.
+		{"any address with -config", []string{"-config", filepath.Join(dir, "none.yaml"), "-listen", "0.0.0.0:0"}, 1, nil, nil},
+		{"unset secret refuses to start", []string{"-config", unset}, 1, nil,
+			[]string{"server.admin_token: ${NO_SUCH_TOKEN} is not set", "1 problem(s)"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			ctx, cancel := context.WithCancel(context.Background())
+			cancel()
+			var stdout, stderr syncBuffer
+			err := run(ctx, tt.args, noEnv, &stdout, &stderr)
+			if strings.Contains(stderr.String()+fmt.Sprint(err), "listens on loopback only") != strings.Contains(strings.Join(tt.stderr, " "), "loopback only") {
+				t.Errorf("refused for loopback (or not) against expectations: %v\n%s", err, stderr.String())
+			}
+			if got := exitCode(err); got != tt.code {
+				t.Errorf("aggregator %s: exit %d (%v), want %d\nstdout:\n%s\nstderr:\n%s",
+					strings.Join(tt.args, " "), got, err, tt.code, stdout.String(), stderr.String())
+			}
+			for _, w := range tt.stdout {
+				if !strings.Contains(stdout.String(), w) {
+					t.Errorf("stdout lacks %q:\n%s", w, stdout.String())
+				}
+			}
+			for _, w := range tt.stderr {
+				if !strings.Contains(stderr.String(), w) {
+					t.Errorf("stderr lacks %q:\n%s", w, stderr.String())
+				}
+			}
+			if tt.code != 0 && stdout.String() != "" {
+				t.Errorf("exit %d with output on stdout (a demo banner?):\n%s", tt.code, stdout.String())
+			}
+			if strings.Contains(stderr.String(), `"msg":"listening"`) {
+				t.Errorf("the server started:\n%s", stderr.String())
+			}
+		})
+	}
+}
+
+// Every subcommand has its line in the help, with what it does.
+func TestHelpListsEveryCommand(t *testing.T) {
+	t.Parallel()
+	var stdout, stderr syncBuffer
+	if err := run(context.Background(), []string{"help"}, noEnv, &stdout, &stderr); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range commands {
+		found := false
+		for _, line := range strings.Split(stdout.String(), "\n") {
+			if f := strings.Fields(line); len(f) > 2 && strings.HasPrefix(strings.TrimSpace(line), c+" ") {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("help has no line for %q:\n%s", c, stdout.String())
+		}
+	}
+}
+
+func TestLoopback(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		addr string
+		want bool
+	}{
+		{"127.0.0.1:8080", true},
+		{"127.0.0.1:0", true},
+		{"127.10.20.30:80", true},
+		{"[::1]:8080", true},
+		{"localhost:8080", true},
+		{"LocalHost:8080", true},
+		{"0.0.0.0:8080", false},
+		{"[::]:8080", false},
+		{":8080", false},
+		{"10.0.0.5:8080", false},
+		{"[fe80::1]:8080", false},
+		{"example.com:8080", false},
+		{"localhost.:8080", false},
+		{"127.0.0.1", false},
+		{"", false},
+	}
+	for _, tt := range tests {
+		if got := loopback(tt.addr); got != tt.want {
+			t.Errorf("loopback(%q) = %v, want %v", tt.addr, got, tt.want)
+		}
+	}
+}
+
+func TestBuildInfo(t *testing.T) {
+	t.Parallel()
+	read := func(bi *debug.BuildInfo) func() (*debug.BuildInfo, bool) {
+		return func() (*debug.BuildInfo, bool) { return bi, bi != nil }
+	}
+	stamped := &debug.BuildInfo{GoVersion: "go1.99.1", Main: debug.Module{Version: "v1.2.3"},
+		Settings: []debug.BuildSetting{{Key: "vcs", Value: "git"}, {Key: "vcs.revision", Value: "0123abcd"}, {Key: "vcs.modified", Value: "false"}}}
+	dirty := &debug.BuildInfo{GoVersion: "go1.99.1", Main: debug.Module{Version: "(devel)"},
+		Settings: []debug.BuildSetting{{Key: "vcs.revision", Value: "0123abcd"}, {Key: "vcs.modified", Value: "true"}}}
+	tests := []struct {
+		name    string
+		version string
+		read    func() (*debug.BuildInfo, bool)
+		want    metrics.BuildInfo
+	}{
+		{"stamped by the toolchain", "", read(stamped), metrics.BuildInfo{Version: "v1.2.3", Revision: "0123abcd", GoVersion: "go1.99.1"}},
+		{"-ldflags -X main.version wins", "v9.0.0", read(stamped), metrics.BuildInfo{Version: "v9.0.0", Revision: "0123abcd", GoVersion: "go1.99.1"}},
+		{"devel, modified tree", "", read(dirty), metrics.BuildInfo{Version: "devel", Revision: "0123abcd-dirty", GoVersion: "go1.99.1"}},
+		{"no build information", "", read(nil), metrics.BuildInfo{Version: "devel", Revision: "unknown", GoVersion: runtime.Version()}},
+		{"no VCS", "", read(&debug.BuildInfo{}), metrics.BuildInfo{Version: "devel", Revision: "unknown", GoVersion: runtime.Version()}},
+	}
+	for _, tt := range tests {
+		if got := buildInfo(tt.version, tt.read); got != tt.want {
+			t.Errorf("%s: got %+v, want %+v", tt.name, got, tt.want)
+		}
+	}
+}
