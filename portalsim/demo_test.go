@@ -138,7 +138,7 @@ func TestShapesAreValid(t *testing.T) {
 			t.Errorf("%s is not valid", s)
 		}
 	}
-	if portalsim.Shape("soap").Valid() {
+	if portalsim.Shape("fax").Valid() {
 		t.Errorf("an unknown shape is valid")
 	}
 }

@@ -236,7 +236,7 @@ func TestRunErrors(t *testing.T) {
 	}
 	badJSON := write("bad.json", `[{"id":`)
 	unknownKey := write("unknown.json", `[{"id":"x","shape":"multas","colour":"red"}]`)
-	invalid := write("invalid.json", `[{"id":"x","shape":"soap"}]`)
+	invalid := write("invalid.json", `[{"id":"x","shape":"fax"}]`)
 	empty := write("empty.json", `[]`)
 	tests := []struct {
 		name string
