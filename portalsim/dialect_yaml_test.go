@@ -647,3 +647,49 @@ func timeOf(s string, loc *time.Location) (time.Time, bool) {
 	}
 	return time.Time{}, false
 }
+
+// TestLosslessShapesMapAlike serves the same records in every lossless
+// shape and reads each through its mapping: every field of every record
+// comes out the same (seconds, a foreign currency, three decimals, an
+// unmapped status included), whatever the dialect.
+func TestLosslessShapesMapAlike(t *testing.T) {
+	t.Parallel()
+	recs := []portalsim.Record{
+		{Domain: portalsim.DemoPlate, CUIT: portalsim.DemoCUIT, DNI: portalsim.DemoDNI, ID: "L-1", Date: "2026-03-14T09:12:05",
+			Description: "Exceso de velocidad en Córdoba", Place: "Av. Vélez Sarsfield 1200, Córdoba", Amount: "98765.435", Currency: "USD", Status: portalsim.StatusUnpaid},
+		{Domain: portalsim.DemoPlate, CUIT: portalsim.DemoCUIT, DNI: portalsim.DemoDNI, ID: "L-2", Date: "2025-12-31T23:59:00",
+			Description: "Estacionamiento prohibido", Place: "Calle 1", Amount: "1500", Currency: "ARS", Status: "prescripta"},
+		{Domain: portalsim.DemoPlate, CUIT: portalsim.DemoCUIT, DNI: portalsim.DemoDNI, ID: "L-3", Date: "2026-01-01T00:00:00",
+			Description: "Giro indebido", Place: "Ruta 3 km 1", Amount: "0.5", Currency: "ARS", Status: portalsim.StatusInProcess},
+		{Domain: portalsim.DemoPlate, CUIT: portalsim.DemoCUIT, DNI: portalsim.DemoDNI, ID: "L-4", Date: "2026-02-02T02:02:00",
+			Description: "Semáforo en rojo", Place: "Bv. Oroño 1", Amount: "10.00", Currency: "ARS", Status: portalsim.StatusPaid},
+	}
+	var js []portalsim.Jurisdiction
+	for _, s := range portalsim.LosslessShapes() {
+		js = append(js, portalsim.NewJurisdiction(s, "lossless-"+string(s), "Sin pérdidas", recs))
+	}
+	s, err := portalsim.Start(js)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	c := parseSpec8(t, portalsim.AggregatorYAML(js, s.URLs()))
+	for i, src := range c.Sources {
+		t.Run(string(js[i].Shape), func(t *testing.T) {
+			t.Parallel()
+			m := newMapper(t, src)
+			for _, q := range []struct{ op, value string }{{"by_domain", portalsim.DemoPlate}, {"by_id", digitsOf(portalsim.DemoCUIT)}} {
+				items, _ := m.lookup(q.op, map[string]string{"domain": q.value, "id": q.value, "id_kind": "cuit"})
+				if len(items) != len(recs) {
+					t.Fatalf("%s: %d items, want %d", q.op, len(items), len(recs))
+				}
+				for k, item := range items {
+					if item["currency"] == "" {
+						t.Errorf("%s %s: no currency", q.op, recs[k].ID)
+					}
+					checkMapped(t, src, item, recs[k])
+				}
+			}
+		})
+	}
+}

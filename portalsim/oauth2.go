@@ -199,7 +199,7 @@ func (p *Portal) handleToken(w http.ResponseWriter, r *http.Request) {
 		basicID, basicSecret, basic := r.BasicAuth()
 		_, formHasID := form["client_id"]
 		_, formHasSecret := form["client_secret"]
-		var id, secret string
+		var known bool
 		switch {
 		case basic && (formHasID || formHasSecret):
 			writeJSON(w, http.StatusBadRequest, oauthError{"invalid_request", "más de un método de autenticación del cliente"})
@@ -207,11 +207,12 @@ func (p *Portal) handleToken(w http.ResponseWriter, r *http.Request) {
 		case basic:
 			// RFC 6749 2.3.1: the client id and secret are form-urlencoded
 			// before Basic; a client that does not do it is served too.
-			id, secret = formDecoded(basicID), formDecoded(basicSecret)
+			known = (equalSecret(basicID, cfg.ClientID) || equalSecret(formDecoded(basicID), cfg.ClientID)) &&
+				(equalSecret(basicSecret, cfg.ClientSecret) || equalSecret(formDecoded(basicSecret), cfg.ClientSecret))
 		default:
-			id, secret = form.Get("client_id"), form.Get("client_secret")
+			known = equalSecret(form.Get("client_id"), cfg.ClientID) && equalSecret(form.Get("client_secret"), cfg.ClientSecret)
 		}
-		if !equalSecret(id, cfg.ClientID) || !equalSecret(secret, cfg.ClientSecret) {
+		if !known {
 			if basic {
 				w.Header().Set("WWW-Authenticate", `Basic realm="`+tokenPath+`"`)
 			}
@@ -247,13 +248,11 @@ func (p *Portal) handleToken(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
-// formDecoded is s decoded as application/x-www-form-urlencoded, or s
+// formDecoded is s decoded as application/x-www-form-urlencoded, or ""
 // when it does not decode.
 func formDecoded(s string) string {
-	if d, err := url.QueryUnescape(s); err == nil {
-		return d
-	}
-	return s
+	d, _ := url.QueryUnescape(s)
+	return d
 }
 
 // equalSecret compares in constant time.

@@ -85,14 +85,15 @@ func xpath(doc, ctx *xnode, ns map[string]string, path string) ([]*xnode, []stri
 		}
 		var space, local string
 		if step != "*" {
+			// An unprefixed name is in no namespace, as in XPath 1.0.
 			prefix, name, ok := strings.Cut(step, ":")
-			if !ok {
-				return nil, nil, fmt.Errorf("step %q has no prefix", step)
+			local = prefix
+			if ok {
+				if space, ok = ns[prefix]; !ok {
+					return nil, nil, fmt.Errorf("prefix %q not declared", prefix)
+				}
+				local = name
 			}
-			if space, ok = ns[prefix]; !ok {
-				return nil, nil, fmt.Errorf("prefix %q not declared", prefix)
-			}
-			local = name
 		}
 		var next []*xnode
 		for _, n := range nodes {
