@@ -147,8 +147,9 @@ func Demo() []Jurisdiction {
 //
 // `portalsim -demo` serves them after Demo (DemoAll). The aggregator's demo
 // does not yet: its sources need SPEC 8's keys, which its configuration
-// must accept first (then cmd/aggregator's demo serves DemoAll instead of
-// Demo).
+// must accept first. TODO(issue #12): once it does, cmd/aggregator's
+// startDemo serves portalsim.DemoAll() where it now serves
+// portalsim.Demo() (Start and AggregatorYAML), and nothing else changes.
 func DialectDemo() []Jurisdiction {
 	person := func(r Record) Record { r.CUIT, r.DNI = DemoCUIT, DemoDNI; return r }
 	fleet := func(r Record) Record { r.CUIT = DemoCUITFleet; return r }

@@ -5,7 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
@@ -302,3 +304,40 @@ func TestDialectNotFoundPages(t *testing.T) {
 type nopCloser struct{ *strings.Reader }
 
 func (nopCloser) Close() error { return nil }
+
+// FuzzDialectRequests sends any request to a portal of each SPEC 8
+// dialect: it answers, never panics, with a status of its own.
+func FuzzDialectRequests(f *testing.F) {
+	f.Add("GET", "/api/v1/actas?dominio=AB123CD&cursor=ZGVzZGU9Ng&limit=3", "", "")
+	f.Add("GET", "/api/v1/actas?dominio=AB123CD&page=99999999999999999999&size=-1", "", "")
+	f.Add("POST", "/oauth/token", "grant_type=client_credentials&scope=%zz", "Basic Og==")
+	f.Add("POST", "/consulta", "dominio=AB123CD&__RequestVerificationToken=x", "")
+	f.Add("GET", "/infracciones/consulta.asp?patente=%C3%B1&cuit=1", "", "Bearer x")
+	var portals []*portalsim.Portal
+	for _, s := range spec8Shapes {
+		j := testJurisdiction(s, portalsim.Fault{})
+		j.Paging.Style = portalsim.PageCursor
+		portals = append(portals, portalsim.New(j))
+	}
+	defer func() {
+		for _, p := range portals {
+			p.Close()
+		}
+	}()
+	f.Fuzz(func(t *testing.T, method, target, body, auth string) {
+		req, err := http.NewRequest(method, "http://portal"+target, strings.NewReader(body))
+		if err != nil || req.URL.Path == "" || !strings.HasPrefix(target, "/") || strings.HasPrefix(target, "/_sim") {
+			return
+		}
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.Header.Set("Authorization", auth)
+		for _, p := range portals {
+			w := httptest.NewRecorder()
+			p.ServeHTTP(w, req.Clone(t.Context()))
+			if w.Code < 200 || w.Code > 599 {
+				t.Errorf("%s %s %q: status %d", p.Shape(), method, target, w.Code)
+			}
+			req.Body = io.NopCloser(strings.NewReader(body))
+		}
+	})
+}
