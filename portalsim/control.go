@@ -59,3 +59,23 @@ func methodNotAllowed(w http.ResponseWriter, allow string) {
 	w.Header().Set("Allow", allow)
 	writeJSON(w, http.StatusMethodNotAllowed, errorBody("method not allowed"))
 }
+
+// handleRevokeTokens serves POST /_sim/tokens/revoke.
+func (p *Portal) handleRevokeTokens(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		methodNotAllowed(w, "POST")
+		return
+	}
+	p.RevokeTokens()
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// handleExpireSessions serves POST /_sim/sessions/expire.
+func (p *Portal) handleExpireSessions(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		methodNotAllowed(w, "POST")
+		return
+	}
+	p.ExpireSessions()
+	w.WriteHeader(http.StatusNoContent)
+}

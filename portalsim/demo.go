@@ -1,6 +1,9 @@
 package portalsim
 
-import "time"
+import (
+	"slices"
+	"time"
+)
 
 // The people and vehicles of the demo data. They are fictitious; the plates
 // follow the Argentine formats and the CUITs carry valid check digits.
@@ -129,4 +132,119 @@ func Demo() []Jurisdiction {
 			},
 		},
 	}
+}
+
+// DialectDemo is one demo jurisdiction in each dialect of SPEC 8, every one
+// healthy, with records for DemoPlate and DemoCUIT and the same kinds of
+// normalisation cases as Demo (zone-less dates, amounts with three
+// decimals that round half away from zero, a status no status_map knows):
+//
+//	neuquen   Provincia del Neuquén    soap     SOAP 1.1, namespaced XML
+//	tucuman   Provincia de Tucumán     html     HTML table in windows-1252
+//	chubut    Provincia del Chubut     paged    JSON in pages of 3 (7 records for DemoPlate: 3 pages)
+//	entrerios Provincia de Entre Ríos  oauth2   JSON behind OAuth2 client credentials
+//	misiones  Provincia de Misiones    session  HTML behind a session page (cookie + hidden token)
+//
+// `portalsim -demo` serves them after Demo (DemoAll). The aggregator's demo
+// does not yet: its sources need SPEC 8's keys, which its configuration
+// must accept first. TODO(issue #12): once it does, cmd/aggregator's
+// startDemo serves portalsim.DemoAll() where it now serves
+// portalsim.Demo() (Start and AggregatorYAML), and nothing else changes.
+func DialectDemo() []Jurisdiction {
+	person := func(r Record) Record { r.CUIT, r.DNI = DemoCUIT, DemoDNI; return r }
+	fleet := func(r Record) Record { r.CUIT = DemoCUITFleet; return r }
+	return []Jurisdiction{
+		NewJurisdiction(ShapeSOAP, "neuquen", "Provincia del Neuquén", []Record{
+			person(Record{Domain: DemoPlate, ID: "NQN-2026-001234", Date: "2026-03-05T08:20:00",
+				Description: "Exceso de velocidad", Place: "Ruta Nacional 22 km 1220, Plottier",
+				Amount: "156000.00", Currency: "ARS", Status: StatusUnpaid}),
+			person(Record{Domain: DemoPlateMoto, ID: "NQN-2025-009876", Date: "2025-12-01T21:40:00",
+				Description: "Conducir sin licencia habilitante", Place: "Av. Argentina 350, Neuquén",
+				Amount: "98765.435", Currency: "ARS", Status: StatusInProcess}),
+			fleet(Record{Domain: DemoPlateOld, ID: "NQN-2026-000321", Date: "2026-01-15T13:05:00",
+				Description: "Estacionar en lugar reservado", Place: "Calle Alcorta 180, Neuquén",
+				Amount: "22500.00", Currency: "ARS", Status: StatusPaid}),
+		}),
+		NewJurisdiction(ShapeHTML, "tucuman", "Provincia de Tucumán", []Record{
+			person(Record{Domain: DemoPlate, ID: "TUC-26-004455", Date: "2026-02-21T10:45:00",
+				Description: "Cruce de semáforo en rojo", Place: "Calle Córdoba 650, San Miguel de Tucumán",
+				Amount: "87300.00", Currency: "ARS", Status: StatusUnpaid}),
+			person(Record{Domain: DemoPlate, ID: "TUC-25-118820", Date: "2025-08-09T19:30:00",
+				Description: "Estacionar sobre la vereda", Place: "Av. Aconquija 1200, Yerba Buena",
+				Amount: "12345.675", Currency: "ARS", Status: StatusInProcess}),
+			person(Record{Domain: DemoPlateMoto, ID: "TUC-19-000733", Date: "2019-04-02T07:10:00",
+				Description: "Circular sin casco", Place: "Av. Mate de Luna 2400, San Miguel de Tucumán",
+				Amount: "3500.00", Currency: "ARS", Status: "prescripta"}),
+			fleet(Record{Domain: DemoPlateOld, ID: "TUC-26-000917", Date: "2026-01-30T09:00:00",
+				Description: "Carga y descarga fuera de horario", Place: "Av. Sarmiento 300, San Miguel de Tucumán",
+				Amount: "95000.00", Currency: "ARS", Status: StatusPaid}),
+		}),
+		chubut(person, fleet),
+		NewJurisdiction(ShapeOAuth2, "entrerios", "Provincia de Entre Ríos", []Record{
+			person(Record{Domain: DemoPlate, ID: "ER-2026-07781", Date: "2026-03-09T16:50:00",
+				Description: "Exceso de velocidad", Place: "Ruta Nacional 14 km 205, Gualeguaychú",
+				Amount: "198500.00", Currency: "ARS", Status: StatusUnpaid}),
+			person(Record{Domain: DemoPlateMoto, ID: "ER-2026-07910", Date: "2026-02-11T23:10:00",
+				Description: "Circular sin luces reglamentarias", Place: "Av. Ramírez 2100, Paraná",
+				Amount: "34750.50", Currency: "ARS", Status: StatusUnpaid}),
+			fleet(Record{Domain: DemoPlateOld, ID: "ER-2025-06120", Date: "2025-10-07T12:30:00",
+				Description: "Exceso de peso por eje", Place: "Ruta Nacional 18 km 90, Villaguay",
+				Amount: "254000.00", Currency: "ARS", Status: StatusInProcess}),
+		}),
+		NewJurisdiction(ShapeSession, "misiones", "Provincia de Misiones", []Record{
+			person(Record{Domain: DemoPlate, ID: "MIS-2026-3321", Date: "2026-01-28T11:15:00",
+				Description: "Adelantarse en zona prohibida", Place: "Ruta Nacional 12 km 1590, Puerto Iguazú",
+				Amount: "143200.00", Currency: "ARS", Status: StatusUnpaid}),
+			person(Record{Domain: DemoPlate, ID: "MIS-2025-2875", Date: "2025-07-19T15:45:00",
+				Description: "Estacionar en zona de carga y descarga", Place: "Av. Mitre 1800, Posadas",
+				Amount: "18900.00", Currency: "ARS", Status: StatusPaid}),
+			fleet(Record{Domain: DemoPlateOld, ID: "MIS-2025-2890", Date: "2025-08-02T10:00:00",
+				Description: "Exceso de velocidad", Place: "Ruta Nacional 14 km 880, Oberá",
+				Amount: "99999.995", Currency: "ARS", Status: StatusUnpaid}),
+		}),
+	}
+}
+
+// chubut has seven records for DemoPlate (DemoCUIT): three pages of three.
+func chubut(person, fleet func(Record) Record) Jurisdiction {
+	j := NewJurisdiction(ShapePaged, "chubut", "Provincia del Chubut", []Record{
+		person(Record{Domain: DemoPlate, ID: "CHU-2026-01021", Date: "2026-03-12T10:05:00",
+			Description: "Exceso de velocidad", Place: "Ruta Nacional 3 km 1435, Trelew",
+			Amount: "176400.00", Currency: "ARS", Status: StatusUnpaid}),
+		person(Record{Domain: DemoPlate, ID: "CHU-2026-00988", Date: "2026-03-02T17:42:00",
+			Description: "Exceso de velocidad", Place: "Ruta Nacional 3 km 1390, Puerto Madryn",
+			Amount: "176400.00", Currency: "ARS", Status: StatusUnpaid}),
+		person(Record{Domain: DemoPlate, ID: "CHU-2026-00874", Date: "2026-02-20T08:15:30",
+			Description: "Circular sin luces bajas encendidas en ruta", Place: "Ruta Nacional 25 km 8, Trelew",
+			Amount: "28500.00", Currency: "ARS", Status: StatusUnpaid}),
+		person(Record{Domain: DemoPlate, ID: "CHU-2026-00702", Date: "2026-02-04T19:20:00",
+			Description: "Estacionamiento en lugar prohibido", Place: "Av. San Martín 420, Comodoro Rivadavia",
+			Amount: "54321.005", Currency: "ARS", Status: StatusUnpaid}),
+		person(Record{Domain: DemoPlate, ID: "CHU-2025-04410", Date: "2025-12-28T13:00:00",
+			Description: "No respetar la señal de PARE", Place: "Av. Fontana y 9 de Julio, Trelew",
+			Amount: "41200.00", Currency: "ARS", Status: StatusPaid}),
+		person(Record{Domain: DemoPlate, ID: "CHU-2025-03987", Date: "2025-11-15T22:10:00",
+			Description: "Conducir con licencia vencida", Place: "Av. Alvear 850, Esquel",
+			Amount: "67800.00", Currency: "ARS", Status: StatusInProcess}),
+		person(Record{Domain: DemoPlate, ID: "CHU-2025-03122", Date: "2025-09-03T06:55:00",
+			Description: "Exceso de velocidad", Place: "Ruta Nacional 40 km 1850, Esquel",
+			Amount: "152000.00", Currency: "ARS", Status: "archivada"}),
+		fleet(Record{Domain: DemoPlateOld, ID: "CHU-2026-01100", Date: "2026-03-14T11:30:00",
+			Description: "Circular sin VTV vigente", Place: "Av. Roca 1100, Puerto Madryn",
+			Amount: "61000.00", Currency: "ARS", Status: StatusUnpaid}),
+	})
+	j.Paging = Paging{Style: PagePages, Size: 3}
+	return j
+}
+
+// DemoAll is what `portalsim -demo` serves: Demo, then DialectDemo.
+func DemoAll() []Jurisdiction { return append(Demo(), DialectDemo()...) }
+
+// NewJurisdiction is a healthy jurisdiction of shape s serving recs, with
+// the defaults of its dialect's settings written out (Paging, OAuth2 with
+// the Demo* credentials, Session). Serve the same records in several
+// shapes (LosslessShapes) to check that the aggregator maps them alike,
+// whatever dialect each portal speaks.
+func NewJurisdiction(s Shape, id, name string, recs []Record) Jurisdiction {
+	return Jurisdiction{ID: id, Name: name, Shape: s, Records: slices.Clone(recs)}.withDefaults()
 }

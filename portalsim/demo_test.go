@@ -138,7 +138,90 @@ func TestShapesAreValid(t *testing.T) {
 			t.Errorf("%s is not valid", s)
 		}
 	}
-	if portalsim.Shape("soap").Valid() {
+	if portalsim.Shape("fax").Valid() {
 		t.Errorf("an unknown shape is valid")
+	}
+}
+
+func TestDialectDemo(t *testing.T) {
+	t.Parallel()
+	js := portalsim.DialectDemo()
+	want := map[string]portalsim.Shape{"neuquen": portalsim.ShapeSOAP, "tucuman": portalsim.ShapeHTML,
+		"chubut": portalsim.ShapePaged, "entrerios": portalsim.ShapeOAuth2, "misiones": portalsim.ShapeSession}
+	if len(js) != len(want) {
+		t.Fatalf("%d jurisdictions, want %d", len(js), len(want))
+	}
+	used := make(map[string]bool)
+	for _, j := range portalsim.Demo() {
+		used[j.ID] = true
+	}
+	for _, j := range js {
+		if err := j.Validate(); err != nil {
+			t.Errorf("%s: %v", j.ID, err)
+		}
+		if want[j.ID] != j.Shape || used[j.ID] || j.Fault.Mode != "" && j.Fault.Mode != portalsim.Healthy {
+			t.Errorf("%s: shape %s, fault %v; want %s, healthy, an id Demo does not use", j.ID, j.Shape, j.Fault, want[j.ID])
+		}
+		byPlate, byCUIT, threeDecimals := 0, 0, false
+		for _, r := range j.Records {
+			if r.Domain == portalsim.DemoPlate {
+				byPlate++
+			}
+			if r.CUIT == portalsim.DemoCUIT {
+				byCUIT++
+			}
+			if _, frac, _ := strings.Cut(r.Amount, "."); len(frac) == 3 {
+				threeDecimals = true
+			}
+			if r.Domain == portalsim.DemoPlateClean || r.CUIT == portalsim.DemoCUITClean {
+				t.Errorf("%s: record %s belongs to the clean plate or CUIT", j.ID, r.ID)
+			}
+		}
+		if byPlate == 0 || byCUIT == 0 {
+			t.Errorf("%s: %d records for DemoPlate, %d for DemoCUIT", j.ID, byPlate, byCUIT)
+		}
+		if j.ID == "chubut" && (byPlate < 7 || j.Paging.Size != 3) {
+			t.Errorf("chubut: %d records for DemoPlate in pages of %d, want at least 3 pages", byPlate, j.Paging.Size)
+		}
+		if j.ID != "entrerios" && !threeDecimals {
+			t.Errorf("%s has no amount with three decimals", j.ID)
+		}
+	}
+	if all := portalsim.DemoAll(); len(all) != len(portalsim.Demo())+len(js) {
+		t.Errorf("DemoAll has %d jurisdictions", len(all))
+	}
+}
+
+func TestNewJurisdictionWritesDefaults(t *testing.T) {
+	t.Parallel()
+	recs := []portalsim.Record{{ID: "1", Date: "2026-01-01T00:00:00", Amount: "1.00"}}
+	for _, s := range portalsim.Shapes() {
+		j := portalsim.NewJurisdiction(s, "x", "X", recs)
+		if err := j.Validate(); err != nil {
+			t.Errorf("%s: %v", s, err)
+		}
+		if j.Shape != s || len(j.Records) != 1 || j.Paging.Size != portalsim.DefaultPageSize || j.Paging.Style != portalsim.PagePages ||
+			j.OAuth2.ClientID != portalsim.DemoClientID || j.OAuth2.TokenTTL != portalsim.DefaultTokenTTL || j.Session.TTL != portalsim.DefaultSessionTTL {
+			t.Errorf("%s: %+v", s, j)
+		}
+	}
+	recs[0].ID = "changed"
+	if j := portalsim.NewJurisdiction(portalsim.ShapeSOAP, "x", "X", recs[:0]); len(j.Records) != 0 {
+		t.Errorf("records %v", j.Records)
+	}
+	bad := portalsim.NewJurisdiction(portalsim.ShapePaged, "x", "X", nil)
+	bad.Paging = portalsim.Paging{Style: "scroll", Size: 1000}
+	bad.OAuth2 = portalsim.OAuth2{Scopes: []string{"a b"}, TokenTTL: -1}
+	bad.Session.TTL = -1
+	err := bad.Validate()
+	for _, s := range []string{`unknown style "scroll"`, "size 1000", `scope "a b"`, "token_ttl -1ns", "ttl -1ns"} {
+		if err == nil || !strings.Contains(err.Error(), s) {
+			t.Errorf("Validate() = %v, want it to report %s", err, s)
+		}
+	}
+	for _, s := range portalsim.LosslessShapes() {
+		if !s.Valid() || s == portalsim.ShapeInfracciones {
+			t.Errorf("lossless shape %s", s)
+		}
 	}
 }

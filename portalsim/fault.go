@@ -33,22 +33,31 @@ const (
 	// Hang never answers: the call blocks until the client goes away or
 	// the portal is closed.
 	Hang Mode = "hang"
-	// Error answers 200 with a body that is not valid JSON.
+	// Error answers 200 with a body the aggregator cannot read, in the
+	// portal's format: JSON or XML cut short, or an HTML page whose item
+	// lacks its infraction number.
 	Error Mode = "error"
-	// Oversized answers 200 with a valid JSON body of OversizedBytes,
-	// streamed in chunks.
+	// Oversized answers 200 with a valid body of OversizedBytes in the
+	// portal's format, streamed in chunks.
 	Oversized Mode = "oversized"
+	// Maintenance answers the lookups (by_domain, by_id) 200 with the
+	// portal's maintenance page: {"mantenimiento": {…}} in JSON, an
+	// m:mantenimiento element in the SOAP body, a div#mantenimiento in
+	// HTML (the selectors AggregatorYAML writes as `unavailable` for the
+	// SPEC 8 dialects; the JSON shapes of SPEC 6 declare none, so there the
+	// page is merely unreadable). Other calls are served as by Healthy.
+	Maintenance Mode = "maintenance"
 )
 
 // Modes lists every mode in a stable order.
 func Modes() []Mode {
-	return []Mode{Healthy, Slow, Flaky, Throttle, Down, Hang, Error, Oversized}
+	return []Mode{Healthy, Slow, Flaky, Throttle, Down, Hang, Error, Oversized, Maintenance}
 }
 
 // Valid reports whether m is a known mode (or empty, meaning Healthy).
 func (m Mode) Valid() bool {
 	switch m {
-	case "", Healthy, Slow, Flaky, Throttle, Down, Hang, Error, Oversized:
+	case "", Healthy, Slow, Flaky, Throttle, Down, Hang, Error, Oversized, Maintenance:
 		return true
 	}
 	return false
@@ -113,11 +122,11 @@ func (f *Fault) UnmarshalJSON(b []byte) error {
 	if err := dec.Decode(&w); err != nil {
 		return fmt.Errorf("fault: %w", err)
 	}
-	latency, err := parseDuration("latency", w.Latency)
+	latency, err := parseDuration("fault: latency", w.Latency)
 	if err != nil {
 		return err
 	}
-	retryAfter, err := parseDuration("retry_after", w.RetryAfter)
+	retryAfter, err := parseDuration("fault: retry_after", w.RetryAfter)
 	if err != nil {
 		return err
 	}
@@ -131,7 +140,7 @@ func parseDuration(name, s string) (time.Duration, error) {
 	}
 	d, err := time.ParseDuration(s)
 	if err != nil {
-		return 0, fmt.Errorf("fault: %s: %w", name, err)
+		return 0, fmt.Errorf("%s: %w", name, err)
 	}
 	return d, nil
 }
@@ -192,9 +201,11 @@ func (f Fault) String() string {
 	case Down:
 		details = append(details, "connection closed")
 	case Error:
-		details = append(details, "invalid JSON")
+		details = append(details, "unreadable body")
 	case Oversized:
 		details = append(details, fmt.Sprintf("%d MiB", OversizedBytes>>20))
+	case Maintenance:
+		details = append(details, "200 maintenance page")
 	}
 	if f.mode() != Slow && f.Latency > 0 {
 		details = append(details, "+"+f.Latency.String())

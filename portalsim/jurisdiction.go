@@ -18,6 +18,23 @@ type Jurisdiction struct {
 	// derives a fixed seed from ID, so every run behaves the same.
 	Seed    uint64   `json:"seed,omitempty"`
 	Records []Record `json:"records"`
+
+	// Paging, OAuth2 and Session tune the dialects that have something to
+	// tune (ShapePaged, ShapeOAuth2, ShapeSession); other shapes ignore
+	// them. Their zero values are the documented defaults.
+	Paging  Paging  `json:"paging,omitzero"`
+	OAuth2  OAuth2  `json:"oauth2,omitzero"`
+	Session Session `json:"session,omitzero"`
+}
+
+// withDefaults is j with the defaults of Paging, OAuth2 and Session
+// written out, and its own copies of Records and of the scopes.
+func (j Jurisdiction) withDefaults() Jurisdiction {
+	j.Records = append([]Record(nil), j.Records...)
+	j.Paging = j.Paging.withDefaults()
+	j.OAuth2 = j.OAuth2.withDefaults()
+	j.Session = j.Session.withDefaults()
+	return j
 }
 
 // Record is one infraction held by a portal. The portal translates it into
@@ -48,7 +65,7 @@ type Record struct {
 var ErrInvalidJurisdiction = errors.New("invalid jurisdiction")
 
 // Validate reports every problem of j: a missing id, an unknown shape, an
-// invalid fault, and records without an id, with a duplicate id, a date
+// invalid fault, impossible Paging, OAuth2 or Session settings, and records without an id, with a duplicate id, a date
 // not in Record.Date's layout, an amount that is not a decimal, or a CUIT
 // whose check digit is wrong.
 func (j Jurisdiction) Validate() error {
@@ -64,6 +81,11 @@ func (j Jurisdiction) Validate() error {
 	}
 	if err := j.Fault.Validate(); err != nil {
 		bad("%v", err)
+	}
+	for _, err := range []error{j.Paging.validate(), j.OAuth2.validate(), j.Session.validate()} {
+		if err != nil {
+			bad("%v", err)
+		}
 	}
 	seen := make(map[string]bool, len(j.Records))
 	for i, r := range j.Records {

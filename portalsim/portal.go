@@ -1,16 +1,22 @@
 // Package portalsim simulates the jurisdictions' infraction portals, with
 // faults that can be changed at run time, for tests, benchmarks and the
-// demo. Each Portal is an http.Handler speaking one of three JSON dialects
-// (Shape); AggregatorYAML writes the aggregator's mapping of each; Server
-// runs several portals on loopback listeners; Demo is a ready-made set.
+// demo. Each Portal is an http.Handler speaking one dialect (Shape): three
+// JSON dialects that SPEC 6's mapping reads, and the dialects of SPEC 8 (a
+// SOAP service, an HTML table in windows-1252, a paginated JSON API, a
+// JSON API behind OAuth2 client credentials, a site that needs a session
+// page first). AggregatorYAML writes the aggregator's mapping of each;
+// NewJurisdiction serves given records in any dialect; Server runs several
+// portals on loopback listeners; Demo and DialectDemo are ready-made sets.
 //
 // Besides its data paths, every portal serves a control endpoint that is
 // never counted nor subject to faults:
 //
-//	GET  /_sim/fault        the current Fault as JSON
-//	PUT  /_sim/fault        set it (400 on bad JSON or impossible values)
-//	GET  /_sim/calls        CallStats as JSON
-//	POST /_sim/calls/reset  zero the counts (204)
+//	GET  /_sim/fault            the current Fault as JSON
+//	PUT  /_sim/fault            set it (400 on bad JSON or impossible values)
+//	GET  /_sim/calls            CallStats as JSON
+//	POST /_sim/calls/reset      zero the counts (204)
+//	POST /_sim/tokens/revoke    invalidate every OAuth2 token issued (204)
+//	POST /_sim/sessions/expire  end every session (204)
 //
 // The simulator never logs plates, CUITs or DNIs.
 package portalsim
@@ -45,6 +51,9 @@ type Portal struct {
 
 	calls *counter
 
+	tokens   *tokenStore   // ShapeOAuth2
+	sessions *sessionStore // ShapeSession
+
 	closeOnce sync.Once
 	done      chan struct{} // closed by Close
 }
@@ -57,7 +66,7 @@ func New(j Jurisdiction) *Portal {
 		panic(err)
 	}
 	d, _ := dialectOf(j.Shape)
-	j.Records = append([]Record(nil), j.Records...)
+	j = j.withDefaults()
 	seed := j.Seed
 	if seed == 0 {
 		h := fnv.New64a()
@@ -73,6 +82,8 @@ func New(j Jurisdiction) *Portal {
 		byNumber: make(map[string]Record, len(j.Records)),
 		rng:      rand.New(rand.NewPCG(seed, seed>>1|1)),
 		calls:    newCounter(),
+		tokens:   newTokenStore(),
+		sessions: newSessionStore(),
 		done:     make(chan struct{}),
 	}
 	for _, r := range j.Records {
@@ -101,15 +112,20 @@ func (p *Portal) routes() {
 	p.mux.HandleFunc("/_sim/fault", p.handleFault)
 	p.mux.HandleFunc("/_sim/calls", p.handleCalls)
 	p.mux.HandleFunc("/_sim/calls/reset", p.handleCallsReset)
+	p.mux.HandleFunc("/_sim/tokens/revoke", p.handleRevokeTokens)
+	p.mux.HandleFunc("/_sim/sessions/expire", p.handleExpireSessions)
 	p.mux.HandleFunc("/_sim/", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusNotFound, errorBody("no such control endpoint"))
 	})
 	for _, rt := range p.d.routes() {
-		p.mux.Handle(rt.pattern, p.handleData(rt.ops))
+		p.mux.Handle(rt.pattern, p.handleData(rt))
+	}
+	if p.d.extra != nil {
+		p.d.extra(p)
 	}
 	p.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		p.call(w, r, kindOther, func() {
-			writeJSON(w, http.StatusNotFound, errorBody("recurso inexistente"))
+			p.fail(w, http.StatusNotFound, "recurso inexistente")
 		})
 	})
 }
@@ -123,12 +139,9 @@ func (p *Portal) Name() string { return p.j.Name }
 // Shape is the dialect the portal speaks.
 func (p *Portal) Shape() Shape { return p.j.Shape }
 
-// Jurisdiction is what the portal was built from, with its initial fault.
-func (p *Portal) Jurisdiction() Jurisdiction {
-	j := p.j
-	j.Records = append([]Record(nil), j.Records...)
-	return j
-}
+// Jurisdiction is what the portal was built from, with its initial fault
+// and the defaults of its settings written out.
+func (p *Portal) Jurisdiction() Jurisdiction { return p.j.withDefaults() }
 
 // ServeHTTP answers r as the portal would, with the current fault.
 func (p *Portal) ServeHTTP(w http.ResponseWriter, r *http.Request) { p.mux.ServeHTTP(w, r) }
@@ -184,7 +197,8 @@ func (p *Portal) chance(rate float64) bool {
 }
 
 // call counts a data call and applies the current fault; answer runs only
-// when the fault lets the call through to the data.
+// when the fault lets the call through to the data. Every answer a fault
+// makes is in the dialect's format.
 func (p *Portal) call(w http.ResponseWriter, r *http.Request, k kind, answer func()) {
 	p.calls.begin(k)
 	defer p.calls.end()
@@ -210,27 +224,30 @@ func (p *Portal) call(w http.ResponseWriter, r *http.Request, k kind, answer fun
 	}
 	if f.Status != 0 {
 		setRetryAfter(w, f.RetryAfter)
-		writeJSON(w, f.Status, errorBody(http.StatusText(f.Status)))
+		p.fail(w, f.Status, http.StatusText(f.Status))
 		return
 	}
 	switch f.mode() {
 	case Flaky:
 		if p.chance(f.FailRate) {
 			setRetryAfter(w, f.RetryAfter)
-			writeJSON(w, http.StatusServiceUnavailable, errorBody("Servicio temporalmente no disponible"))
+			p.fail(w, http.StatusServiceUnavailable, "Servicio temporalmente no disponible")
 			return
 		}
 	case Throttle:
 		p.throttle(w, f.RetryAfter)
 		return
 	case Error:
-		w.Header().Set("Content-Type", "application/json; charset=utf-8")
-		w.WriteHeader(http.StatusOK)
-		w.Write([]byte(`{"estado":"OK","datos":[{"id":"`))
+		p.garbage(w, r)
 		return
 	case Oversized:
 		p.oversized(w, r)
 		return
+	case Maintenance:
+		if k.lookup() {
+			p.maintenance(w)
+			return
+		}
 	}
 	answer()
 }
@@ -268,17 +285,18 @@ func (p *Portal) throttle(w http.ResponseWriter, d time.Duration) {
 		}
 		w.Header().Set("RateLimit", `"default";r=0;t=`+secs)
 	}
-	writeJSON(w, http.StatusTooManyRequests, errorBody("Demasiadas solicitudes"))
+	p.fail(w, http.StatusTooManyRequests, "Demasiadas solicitudes")
 }
 
-// oversized streams a valid JSON body of at least OversizedBytes.
+// oversized streams a valid body of at least OversizedBytes in the
+// dialect's format.
 func (p *Portal) oversized(w http.ResponseWriter, r *http.Request) {
-	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	pad := p.d.padding()
+	w.Header().Set("Content-Type", pad.contentType)
 	w.WriteHeader(http.StatusOK)
 	rc := http.NewResponseController(w)
-	item := `{"relleno":"` + strings.Repeat("x", 1000) + `"},`
-	chunk := []byte(strings.Repeat(item, 64))
-	if _, err := w.Write([]byte(`{"estado":"OK","datos":[`)); err != nil {
+	chunk := []byte(strings.Repeat(pad.item, 64))
+	if _, err := w.Write([]byte(pad.head)); err != nil {
 		return
 	}
 	for sent := 0; sent < OversizedBytes; sent += len(chunk) {
@@ -290,45 +308,69 @@ func (p *Portal) oversized(w http.ResponseWriter, r *http.Request) {
 		}
 		rc.Flush()
 	}
-	w.Write([]byte(`{}]}`))
+	w.Write([]byte(pad.tail))
 }
 
-// handleData serves the operations that share one path.
-func (p *Portal) handleData(ops []operation) http.HandlerFunc {
+// maxFormBody bounds the body of a form POST.
+const maxFormBody = 64 << 10
+
+// handleData serves the operations that share one method and path.
+func (p *Portal) handleData(rt route) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		op, vals, ok := match(ops, r)
+		if rt.post {
+			r.Body = http.MaxBytesReader(w, r.Body, maxFormBody)
+			if err := r.ParseForm(); err != nil {
+				p.call(w, r, kindOther, func() {
+					p.fail(w, http.StatusBadRequest, "formulario ilegible")
+				})
+				return
+			}
+		}
+		op, vals, ok := match(rt, r)
 		if !ok {
 			p.call(w, r, kindOther, func() {
-				writeJSON(w, http.StatusBadRequest, errorBody("faltan parámetros de consulta"))
+				if p.d.gate != nil && !p.d.gate(p, w, r, kindOther) {
+					return
+				}
+				p.fail(w, http.StatusBadRequest, "faltan parámetros de consulta")
 			})
 			return
 		}
-		p.call(w, r, op.kind, func() {
-			switch op.kind {
-			case kindByDomain:
-				p.lookupDomain(w, vals["domain"])
-			case kindByID:
-				p.lookupID(w, vals["id"], vals["id_kind"])
-			case kindVoucher:
-				p.voucher(w, vals["infraction_id"])
-			}
-		})
+		p.serve(w, r, op.kind, vals)
 	}
 }
 
-func (p *Portal) lookupDomain(w http.ResponseWriter, domain string) {
+// serve answers a data call of kind k whose placeholders are vals, behind
+// the current fault and the dialect's gate.
+func (p *Portal) serve(w http.ResponseWriter, r *http.Request, k kind, vals map[string]string) {
+	p.call(w, r, k, func() {
+		if p.d.gate != nil && !p.d.gate(p, w, r, k) {
+			return
+		}
+		switch k {
+		case kindByDomain:
+			p.lookupDomain(w, r, vals["domain"])
+		case kindByID:
+			p.lookupID(w, r, vals["id"], vals["id_kind"])
+		case kindVoucher:
+			p.voucher(w, vals["infraction_id"])
+		}
+	})
+}
+
+func (p *Portal) lookupDomain(w http.ResponseWriter, r *http.Request, domain string) {
 	key := normalDomain(domain)
 	if key == "" {
-		writeJSON(w, http.StatusBadRequest, errorBody("dominio inválido"))
+		p.fail(w, http.StatusBadRequest, "dominio inválido")
 		return
 	}
-	p.writeLookup(w, p.byDomain[key])
+	p.writeLookup(w, r, kindByDomain, p.byDomain[key])
 }
 
 // lookupID answers a lookup by CUIT (eleven digits, check digit verified)
 // or DNI (seven or eight digits). idKind is the {id_kind} of the template,
 // empty when the template has none.
-func (p *Portal) lookupID(w http.ResponseWriter, id, idKind string) {
+func (p *Portal) lookupID(w http.ResponseWriter, r *http.Request, id, idKind string) {
 	d := digits(id)
 	var got, key string
 	switch {
@@ -337,21 +379,25 @@ func (p *Portal) lookupID(w http.ResponseWriter, id, idKind string) {
 	case len(d) == 7 || len(d) == 8:
 		got, key = "dni", dniKey(d)
 	default:
-		writeJSON(w, http.StatusBadRequest, errorBody("documento inválido"))
+		p.fail(w, http.StatusBadRequest, "documento inválido")
 		return
 	}
 	if p.d.cuitOnly && got != "cuit" {
-		writeJSON(w, http.StatusBadRequest, errorBody("se requiere un CUIT"))
+		p.fail(w, http.StatusBadRequest, "se requiere un CUIT")
 		return
 	}
 	if idKind != "" && !strings.EqualFold(idKind, got) {
-		writeJSON(w, http.StatusBadRequest, errorBody("el tipo de documento no coincide con el número"))
+		p.fail(w, http.StatusBadRequest, "el tipo de documento no coincide con el número")
 		return
 	}
-	p.writeLookup(w, p.byID[key])
+	p.writeLookup(w, r, kindByID, p.byID[key])
 }
 
-func (p *Portal) writeLookup(w http.ResponseWriter, recs []Record) {
+func (p *Portal) writeLookup(w http.ResponseWriter, r *http.Request, k kind, recs []Record) {
+	if p.d.answer != nil {
+		p.d.answer(p, w, r, k, recs)
+		return
+	}
 	status := http.StatusOK
 	if len(recs) == 0 && p.d.emptyNotFound {
 		status = http.StatusNotFound
@@ -362,7 +408,7 @@ func (p *Portal) writeLookup(w http.ResponseWriter, recs []Record) {
 func (p *Portal) voucher(w http.ResponseWriter, number string) {
 	rec, ok := p.byNumber[number]
 	if !ok {
-		writeJSON(w, http.StatusNotFound, errorBody("acta inexistente"))
+		p.fail(w, http.StatusNotFound, "acta inexistente")
 		return
 	}
 	body := voucherPDF(p.j.Name, rec)

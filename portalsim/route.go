@@ -13,22 +13,28 @@ const (
 	kindByDomain
 	kindByID
 	kindVoucher
+	kindToken   // the OAuth2 token endpoint
+	kindSession // the session page
 )
+
+// lookup reports whether k is a lookup (by_domain or by_id).
+func (k kind) lookup() bool { return k == kindByDomain || k == kindByID }
 
 // operation is one path template of a dialect, as the portal matches it.
 type operation struct {
 	kind kind
-	// query maps each query parameter of the template to its placeholder:
-	// "?dominio={domain}" → {"dominio": "domain"}.
+	// query maps each query parameter of the template (each form field of
+	// a POST) to its placeholder: "?dominio={domain}" → {"dominio": "domain"}.
 	query map[string]string
 	// inPath lists the placeholders that are path wildcards.
 	inPath []string
 }
 
-// route is one ServeMux pattern and the operations that share its path,
-// told apart by their query parameters.
+// route is one ServeMux pattern and the operations that share its method
+// and path, told apart by their query parameters (form fields for a POST).
 type route struct {
 	pattern string
+	post    bool
 	ops     []operation
 }
 
@@ -39,7 +45,10 @@ type route struct {
 func (d *dialect) routes() []route {
 	var rs []route
 	index := make(map[string]int)
-	add := func(k kind, template string) {
+	add := func(k kind, method, template string) {
+		if template == "" {
+			return
+		}
 		path, rawQuery, _ := strings.Cut(template, "?")
 		op := operation{kind: k, query: make(map[string]string)}
 		for _, pair := range strings.Split(rawQuery, "&") {
@@ -52,18 +61,22 @@ func (d *dialect) routes() []route {
 				op.inPath = append(op.inPath, ph)
 			}
 		}
-		pattern := "GET " + path
+		pattern := method + " " + path
 		i, ok := index[pattern]
 		if !ok {
 			i = len(rs)
 			index[pattern] = i
-			rs = append(rs, route{pattern: pattern})
+			rs = append(rs, route{pattern: pattern, post: method == http.MethodPost})
 		}
 		rs[i].ops = append(rs[i].ops, op)
 	}
-	add(kindByDomain, d.byDomain)
-	add(kindByID, d.byID)
-	add(kindVoucher, d.voucher)
+	lookups := http.MethodGet
+	if d.post {
+		lookups = http.MethodPost
+	}
+	add(kindByDomain, lookups, d.byDomain)
+	add(kindByID, lookups, d.byID)
+	add(kindVoucher, http.MethodGet, d.voucher)
 	return rs
 }
 
@@ -76,9 +89,14 @@ func placeholder(s string) string {
 }
 
 // match finds the operation of r among ops (the first whose query
-// parameters are all present) and the values of its placeholders.
-func match(ops []operation, r *http.Request) (operation, map[string]string, bool) {
+// parameters, or form fields for a POST route, are all present) and the
+// values of its placeholders. A POST's form must have been parsed.
+func match(rt route, r *http.Request) (operation, map[string]string, bool) {
+	ops := rt.ops
 	q := r.URL.Query()
+	if rt.post {
+		q = r.PostForm
+	}
 	for _, op := range ops {
 		vals := make(map[string]string, len(op.query)+len(op.inPath))
 		complete := true

@@ -97,7 +97,7 @@ func TestServerStartErrors(t *testing.T) {
 	t.Parallel()
 	ok := portalsim.Demo()[0]
 	invalid := ok
-	invalid.Shape = "soap"
+	invalid.Shape = "fax"
 	tests := []struct {
 		name string
 		addr string

@@ -3,13 +3,16 @@ package portalsim
 import (
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"strings"
 	"time"
 )
 
-// Shape is the JSON dialect a portal speaks: its paths, its envelope, its
-// key names, how it writes dates, amounts and statuses, and how it says
-// "no records". AggregatorYAML renders the mapping of each shape.
+// Shape is the dialect a portal speaks: its paths, its method and request
+// body, its format (JSON, SOAP/XML, HTML) and envelope, its key names, how
+// it writes dates, amounts and statuses, how it says "no records", and what
+// it needs first (an OAuth2 token, a session). AggregatorYAML renders the
+// mapping of each shape.
 type Shape string
 
 // The shapes.
@@ -53,10 +56,38 @@ const (
 	// The answer is a top-level array; dates are RFC 3339 with an offset;
 	// no records is 200 [].
 	ShapeMultas Shape = "multas"
+
+	// The dialects of SPEC 8, whose mappings need its keys (format, body,
+	// pagination, auth, …). Each is documented in its own file: soap.go,
+	// htmltable.go, paged.go, oauth2.go, session.go.
+
+	// ShapeSOAP is a SOAP 1.1 web service (XML, namespaced elements).
+	ShapeSOAP Shape = "soap"
+	// ShapeHTML is an old web page: an HTML table in windows-1252.
+	ShapeHTML Shape = "html"
+	// ShapePaged is a JSON API that answers in pages (Jurisdiction.Paging).
+	ShapePaged Shape = "paged"
+	// ShapeOAuth2 is a JSON API behind OAuth2 client credentials
+	// (Jurisdiction.OAuth2).
+	ShapeOAuth2 Shape = "oauth2"
+	// ShapeSession is a web site that needs a session page first: a cookie
+	// and an anti-forgery token (Jurisdiction.Session).
+	ShapeSession Shape = "session"
 )
 
 // Shapes lists every shape in a stable order.
-func Shapes() []Shape { return []Shape{ShapeActas, ShapeInfracciones, ShapeMultas} }
+func Shapes() []Shape {
+	return []Shape{ShapeActas, ShapeInfracciones, ShapeMultas, ShapeSOAP, ShapeHTML, ShapePaged, ShapeOAuth2, ShapeSession}
+}
+
+// LosslessShapes lists the shapes whose answers carry all of a Record:
+// the same records served in each of them map, through AggregatorYAML, to
+// the same infractions (id, date, description, place, amount, currency,
+// status; status_raw is each portal's own word). ShapeInfracciones is left
+// out: it has no time of day and no currency.
+func LosslessShapes() []Shape {
+	return []Shape{ShapeActas, ShapeMultas, ShapeSOAP, ShapeHTML, ShapePaged, ShapeOAuth2, ShapeSession}
+}
 
 // Valid reports whether s is a known shape.
 func (s Shape) Valid() bool {
@@ -78,18 +109,32 @@ const recordDateLayout = "2006-01-02T15:04:05"
 // argentina is the offset of Argentine civil time (no daylight saving).
 func argentina() *time.Location { return time.FixedZone("-03", -3*60*60) }
 
-// field is one entry of response.fields: the aggregator's name and the JSON
-// pointer to it inside one item.
-type field struct{ name, pointer string }
+// field is one entry of response.fields: the aggregator's name and its
+// selector inside one item (a JSON pointer, an XPath or a CSS selector).
+type field struct{ name, sel string }
+
+// format is how a dialect writes its answers.
+type format int
+
+const (
+	formatJSON format = iota
+	formatXML
+	formatHTML
+)
 
 // dialect is everything that differs between shapes.
 type dialect struct {
 	// byDomain, byID and voucher are the path templates, in the aggregator's
-	// syntax, that the portal serves and AggregatorYAML writes.
+	// syntax, that the portal serves and AggregatorYAML writes; the query
+	// part names parameters (form fields when post is set). An empty
+	// template is an operation the dialect serves its own way (extra).
 	byDomain, byID, voucher string
+	// post says that by_domain and by_id are form POSTs.
+	post bool
 	// cuitOnly says that by_id takes CUITs only (accepts: [cuit]).
 	cuitOnly bool
-	// items is the JSON pointer to the list of records.
+	// items selects the list of records (a JSON pointer, an XPath, a CSS
+	// selector of the item elements), and fields each value in one item.
 	items  string
 	fields []field
 	// statusText translates StatusUnpaid, StatusPaid and StatusInProcess.
@@ -99,8 +144,24 @@ type dialect struct {
 	upperStatusMap bool
 	// emptyNotFound says that a lookup without records is a 404.
 	emptyNotFound bool
-	// render builds the body of the answer to a lookup.
+	// render builds the body of the answer to a lookup, for the JSON shapes
+	// of SPEC 6.
 	render func(d *dialect, recs []Record) any
+
+	format format
+	// win1252 says that the HTML pages are windows-1252, declared by a meta
+	// element only; otherwise they are UTF-8, declared in Content-Type too.
+	win1252 bool
+	// answer, when set, writes the answer to a lookup instead of render. An
+	// HTML dialect's answer leaves out a record's id when it is empty (the
+	// Error mode's unreadable page).
+	answer func(p *Portal, w http.ResponseWriter, r *http.Request, k kind, recs []Record)
+	// extra registers the dialect's own routes (a SOAP endpoint, a token
+	// endpoint, a session page).
+	extra func(p *Portal)
+	// gate, when set, admits a data call (true) or answers it with a
+	// refusal (false): a missing token, no session.
+	gate func(p *Portal, w http.ResponseWriter, r *http.Request, k kind) bool
 }
 
 func dialectOf(s Shape) (*dialect, error) {
@@ -143,8 +204,22 @@ func dialectOf(s Shape) (*dialect, error) {
 			statusText: map[string]string{StatusUnpaid: "pendiente", StatusPaid: "pagada", StatusInProcess: "en_revision"},
 			render:     renderMultas,
 		}, nil
+	case ShapeSOAP:
+		return soapDialect(), nil
+	case ShapeHTML:
+		return htmlTableDialect(), nil
+	case ShapePaged:
+		return pagedDialect(), nil
+	case ShapeOAuth2:
+		return oauth2Dialect(), nil
+	case ShapeSession:
+		return sessionDialect(), nil
 	}
-	return nil, fmt.Errorf("unknown shape %q (want one of %s, %s, %s)", s, ShapeActas, ShapeInfracciones, ShapeMultas)
+	names := make([]string, 0, len(Shapes()))
+	for _, s := range Shapes() {
+		names = append(names, string(s))
+	}
+	return nil, fmt.Errorf("unknown shape %q (want one of %s)", s, strings.Join(names, ", "))
 }
 
 // status is the portal's word for a record's status.

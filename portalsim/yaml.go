@@ -12,7 +12,13 @@ import (
 // `accepts: [cuit]` where the portal takes CUITs only), and the response
 // mapping of its shape: items pointer (the empty pointer, the whole
 // document, for a top-level array), field pointers and status_map. The
-// caller prepends the other sections. A jurisdiction without a base URL is
+// caller prepends the other sections.
+//
+// A source of a SPEC 8 dialect (ShapeSOAP, ShapeHTML, ShapePaged,
+// ShapeOAuth2, ShapeSession) is written in SPEC 8's keys: operations with
+// method, path, query, headers and body; response with format,
+// namespaces, items and fields as XPath or CSS selectors, not_found,
+// unavailable and status_map; pagination; auth.oauth2 or auth.session. A jurisdiction without a base URL is
 // left out; an unknown shape is written as a YAML comment, so a config
 // built from it fails validation instead of silently missing a source.
 func AggregatorYAML(js []Jurisdiction, baseURLs map[string]string) string {
@@ -45,6 +51,11 @@ func sourceYAML(j Jurisdiction, base string) string {
 		fmt.Fprintf(&b, "    # %s\n", strings.ReplaceAll(err.Error(), "\n", " "))
 		return b.String()
 	}
+	switch j.Shape {
+	case ShapeSOAP, ShapeHTML, ShapePaged, ShapeOAuth2, ShapeSession:
+		dialectYAML(&b, j, d, base)
+		return b.String()
+	}
 	b.WriteString("    operations:\n")
 	fmt.Fprintf(&b, "      by_domain: {method: GET, path: %s}\n", q(d.byDomain))
 	accepts := ""
@@ -57,19 +68,10 @@ func sourceYAML(j Jurisdiction, base string) string {
 	fmt.Fprintf(&b, "      items: %s\n", q(d.items))
 	fields := make([]string, 0, len(d.fields))
 	for _, f := range d.fields {
-		fields = append(fields, f.name+": "+q(f.pointer))
+		fields = append(fields, f.name+": "+q(f.sel))
 	}
 	fmt.Fprintf(&b, "      fields: {%s}\n", strings.Join(fields, ", "))
-	statusMap := make([]string, 0, len(d.statusText))
-	for _, s := range []string{StatusUnpaid, StatusPaid, StatusInProcess} {
-		if text, ok := d.statusText[s]; ok {
-			if d.upperStatusMap {
-				text = strings.ToUpper(text)
-			}
-			statusMap = append(statusMap, q(text)+": "+s)
-		}
-	}
-	fmt.Fprintf(&b, "      status_map: {%s}\n", strings.Join(statusMap, ", "))
+	fmt.Fprintf(&b, "      status_map: {%s}\n", strings.Join(statusMapYAML(d), ", "))
 	return b.String()
 }
 

@@ -1,16 +1,29 @@
 // Command portalsim runs simulated jurisdiction portals with fault
 // injection, for benchmarks, tests and demos:
 //
-//	portalsim [-listen 127.0.0.1:9100] [-demo | -jurisdictions FILE] [-config-out FILE]
+//	portalsim [-listen 127.0.0.1:9100] [-demo | -jurisdictions FILE] [-only ID,…] [-config-out FILE]
+//
+// The demo (the default) is portalsim.DemoAll: the seven JSON portals of
+// portalsim.Demo, then one portal in each dialect of SPEC 8 (neuquen SOAP,
+// tucuman an HTML table in windows-1252, chubut a paginated JSON API,
+// entrerios behind OAuth2 client credentials, misiones behind a session
+// page). -only serves some of them, e.g. one dialect standalone:
+//
+//	portalsim -only tucuman
 //
 // The -listen address serves an index (GET / lists the portals and their
 // current faults, GET /sources.yaml the aggregator's `sources:` config);
 // the portals listen on the following ports, one each (9101, 9102, …), or
-// on free ports when the port is 0. It prints each portal's id, behaviour
-// and base URL, then the `sources:` YAML (or writes it to -config-out).
+// on free ports when the port is 0. It prints each portal's id, dialect,
+// behaviour and base URL, then the `sources:` YAML (or writes it to
+// -config-out); the sources of the SPEC 8 dialects use SPEC 8's keys.
 // Each portal's behaviour can be changed while it runs:
 //
 //	curl -X PUT -d '{"mode":"flaky","fail_rate":0.3,"retry_after":"5s"}' http://127.0.0.1:9101/_sim/fault
+//	curl -X PUT -d '{"mode":"maintenance"}' http://127.0.0.1:9109/_sim/fault
+//	curl -X POST http://127.0.0.1:9111/_sim/tokens/revoke      # OAuth2: every token invalid
+//	curl -X POST http://127.0.0.1:9112/_sim/sessions/expire    # session: every session ended
+//	curl http://127.0.0.1:9111/_sim/calls                      # counts, tokens issued included
 //
 // SIGINT or SIGTERM shuts it down gracefully.
 package main
@@ -27,7 +40,9 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"slices"
 	"strconv"
+	"strings"
 	"syscall"
 	"text/tabwriter"
 	"time"
@@ -53,8 +68,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet(args[0], flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	listen := fs.String("listen", "127.0.0.1:9100", "address of the index; the portals take the following ports (port 0: free ports)")
-	demo := fs.Bool("demo", false, "serve the demo jurisdictions (what is served without -jurisdictions)")
+	demo := fs.Bool("demo", false, "serve the demo jurisdictions, one in each dialect among them (what is served without -jurisdictions)")
 	file := fs.String("jurisdictions", "", "serve the jurisdictions of this JSON `file` (an array) instead of the demo")
+	only := fs.String("only", "", "serve only these jurisdictions of the set, by comma-separated `ids` (e.g. tucuman)")
 	configOut := fs.String("config-out", "", "write the aggregator `sources:` YAML to this `file` instead of stdout")
 	if err := fs.Parse(args[1:]); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -68,10 +84,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if *demo && *file != "" {
 		return errors.New("-demo and -jurisdictions exclude each other")
 	}
-	js := portalsim.Demo()
+	js := portalsim.DemoAll()
 	if *file != "" {
 		var err error
 		if js, err = readJurisdictions(*file); err != nil {
+			return err
+		}
+	}
+	if *only != "" {
+		var err error
+		if js, err = selectJurisdictions(js, *only); err != nil {
 			return err
 		}
 	}
@@ -168,6 +190,36 @@ func readJurisdictions(name string) ([]portalsim.Jurisdiction, error) {
 		return nil, fmt.Errorf("%s: no jurisdictions", name)
 	}
 	return js, nil
+}
+
+// selectJurisdictions keeps the jurisdictions of js named in ids (comma
+// separated), in the order of js; an id js lacks is an error.
+func selectJurisdictions(js []portalsim.Jurisdiction, ids string) ([]portalsim.Jurisdiction, error) {
+	want := make(map[string]bool)
+	for _, id := range strings.Split(ids, ",") {
+		if id = strings.TrimSpace(id); id != "" {
+			want[id] = true
+		}
+	}
+	var kept []portalsim.Jurisdiction
+	for _, j := range js {
+		if want[j.ID] {
+			kept = append(kept, j)
+			delete(want, j.ID)
+		}
+	}
+	if len(want) > 0 {
+		missing := make([]string, 0, len(want))
+		for id := range want {
+			missing = append(missing, id)
+		}
+		slices.Sort(missing)
+		return nil, fmt.Errorf("-only: no jurisdiction %s", strings.Join(missing, ", "))
+	}
+	if len(kept) == 0 {
+		return nil, errors.New("-only: no ids")
+	}
+	return kept, nil
 }
 
 func printBanner(w io.Writer, indexURL string, sims *portalsim.Server) error {

@@ -98,7 +98,7 @@ func TestRunServesTheDemoUntilCancelled(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "sources.yaml")
 	stdout, stop := started(t, "Aggregator sources written", "-listen", "127.0.0.1:0", "-demo", "-config-out", out)
 	urls := baseURLs(stdout.String())
-	for _, j := range portalsim.Demo() {
+	for _, j := range portalsim.DemoAll() {
 		if urls[j.ID] == "" {
 			t.Errorf("the banner lacks %s:\n%s", j.ID, stdout)
 		}
@@ -107,7 +107,7 @@ func TestRunServesTheDemoUntilCancelled(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := portalsim.AggregatorYAML(portalsim.Demo(), urls); string(written) != want {
+	if want := portalsim.AggregatorYAML(portalsim.DemoAll(), urls); string(written) != want {
 		t.Errorf("-config-out wrote\n%s\nwant\n%s", written, want)
 	}
 
@@ -116,6 +116,27 @@ func TestRunServesTheDemoUntilCancelled(t *testing.T) {
 	if got, err := status(client.Get(urls["caba"] + "/api/v2/actas?dominio=" + portalsim.DemoPlate)); got != http.StatusOK {
 		t.Errorf("caba by_domain: %d %v, want 200", got, err)
 	}
+	// The demo speaks every dialect: a SOAP call to neuquen, for one.
+	soap := `<soapenv:Envelope xmlns:soapenv="http://schemas.xmlsoap.org/soap/envelope/" xmlns:m="urn:multas"><soapenv:Body>` +
+		`<m:ConsultarPorDominio><m:dominio>` + portalsim.DemoPlate + `</m:dominio></m:ConsultarPorDominio></soapenv:Body></soapenv:Envelope>`
+	soapReq, _ := http.NewRequest(http.MethodPost, urls["neuquen"]+"/ws/MultasService", strings.NewReader(soap))
+	soapReq.Header.Set("Content-Type", "text/xml; charset=utf-8")
+	soapReq.Header.Set("SOAPAction", `"urn:multas#ConsultarPorDominio"`)
+	if resp, err := client.Do(soapReq); err != nil {
+		t.Error(err)
+	} else {
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || !strings.Contains(string(b), "NQN-2026-001234") {
+			t.Errorf("neuquen SOAP: %d %s", resp.StatusCode, b)
+		}
+	}
+	for _, s := range []string{"format: xml", "format: html", "pagination:", "oauth2:", "session:"} {
+		if !strings.Contains(string(written), s) {
+			t.Errorf("the sources lack %q", s)
+		}
+	}
+
 	req, _ := http.NewRequest(http.MethodPut, urls["caba"]+"/_sim/fault", strings.NewReader(`{"mode":"throttle","retry_after":"3s"}`))
 	if got, err := status(client.Do(req)); got != http.StatusOK {
 		t.Fatalf("PUT /_sim/fault: %d %v, want 200", got, err)
@@ -224,6 +245,27 @@ func TestRunServesAJurisdictionsFile(t *testing.T) {
 	}
 }
 
+func TestRunServesOneDialectStandalone(t *testing.T) {
+	t.Parallel()
+	stdout, _ := started(t, "status_map", "-listen", "127.0.0.1:0", "-only", "tucuman, chubut")
+	urls := baseURLs(stdout.String())
+	if len(urls) != 2 || urls["tucuman"] == "" || urls["chubut"] == "" {
+		t.Fatalf("-only tucuman,chubut served %v", urls)
+	}
+	if !strings.Contains(stdout.String(), "html") || strings.Contains(stdout.String(), `id: "caba"`) {
+		t.Errorf("banner and sources:\n%s", stdout)
+	}
+	resp, err := http.Get(urls["tucuman"] + "/infracciones/consulta.asp?patente=" + portalsim.DemoPlate)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "text/html" || !strings.Contains(string(b), "C\xf3rdoba") {
+		t.Errorf("tucuman: %d %q, want a windows-1252 page", resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
+}
+
 func TestRunErrors(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -236,7 +278,7 @@ func TestRunErrors(t *testing.T) {
 	}
 	badJSON := write("bad.json", `[{"id":`)
 	unknownKey := write("unknown.json", `[{"id":"x","shape":"multas","colour":"red"}]`)
-	invalid := write("invalid.json", `[{"id":"x","shape":"soap"}]`)
+	invalid := write("invalid.json", `[{"id":"x","shape":"fax"}]`)
 	empty := write("empty.json", `[]`)
 	tests := []struct {
 		name string
@@ -251,6 +293,8 @@ func TestRunErrors(t *testing.T) {
 		{"unknown key", []string{"-jurisdictions", unknownKey}, "colour"},
 		{"invalid jurisdiction", []string{"-listen", "127.0.0.1:0", "-jurisdictions", invalid}, "unknown shape"},
 		{"no jurisdictions", []string{"-jurisdictions", empty}, "no jurisdictions"},
+		{"unknown -only id", []string{"-only", "caba,atlantida,narnia"}, "no jurisdiction atlantida, narnia"},
+		{"empty -only", []string{"-only", ","}, "no ids"},
 		{"bad listen address", []string{"-listen", "nowhere"}, "nowhere"},
 	}
 	for _, tt := range tests {
