@@ -5,6 +5,7 @@
 # standard input.
 #
 #   scripts/provision-promtool.sh           install if missing, then check and test the rules
+#                                           and check deploy/compose/prometheus.yml
 #   scripts/provision-promtool.sh --install-only
 #
 # The package's maintainer scripts would start a prometheus daemon; a
@@ -61,3 +62,6 @@ if [ "${1:-}" = "--install-only" ]; then
 fi
 promtool check rules deploy/prometheus/alerts.yml
 promtool test rules deploy/prometheus/alerts_test.yml
+# The compose fleet's Prometheus configuration (its rule file is mounted at
+# run time; deploy/compose_test.go checks that path).
+promtool check config --syntax-only deploy/compose/prometheus.yml
