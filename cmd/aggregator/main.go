@@ -310,7 +310,7 @@ func reportConfig(stderr io.Writer, err error) error {
 // startDemo runs the simulated jurisdictions on loopback and returns the
 // configuration that points the aggregator at them.
 func startDemo(listen string, getenv func(string) string) (*portalsim.Server, *config.Config, error) {
-	sim, err := portalsim.Start(portalsim.Demo())
+	sim, err := portalsim.Start(portalsim.DemoAll())
 	if err != nil {
 		return nil, nil, fmt.Errorf("demo portals: %w", err)
 	}
@@ -327,7 +327,7 @@ func startDemo(listen string, getenv func(string) string) (*portalsim.Server, *c
 	fmt.Fprintf(&b, "problems: {base_uri: %q}\n", "http://"+listen+"/problems/")
 	b.WriteString("query: {deadline: 3s, max_deadline: 10s}\n")
 	b.WriteString("defaults:\n  breaker: {window: 60s, min_calls: 4, failure_ratio: 0.5, open_for: 20s}\n")
-	b.WriteString(portalsim.AggregatorYAML(portalsim.Demo(), sim.URLs()))
+	b.WriteString(portalsim.AggregatorYAML(portalsim.DemoAll(), sim.URLs()))
 	cfg, err := config.Parse([]byte(b.String()), "demo.yaml", getenv)
 	if err != nil {
 		sim.Close()
@@ -345,6 +345,8 @@ func printDemo(w io.Writer, sim *portalsim.Server, api string) {
 	fmt.Fprintf(w, "\nAPI on %s (dashboard: %s/, admin token: see AGGREGATOR_ADMIN_TOKEN or demo-admin-token)\n\n", api, api)
 	fmt.Fprintln(w, "Try:")
 	fmt.Fprintf(w, "  curl -s '%s/v1/infractions?domain=%s&sources=caba,cordoba'   # complete\n", api, portalsim.DemoPlate)
+	fmt.Fprintf(w, "  curl -s '%s/v1/infractions?domain=%s&sources=neuquen,tucuman'   # SOAP and an HTML table in windows-1252\n", api, portalsim.DemoPlate)
+	fmt.Fprintf(w, "  curl -s '%s/v1/infractions?domain=%s&sources=chubut,entrerios,misiones'   # paginated, OAuth2, session page\n", api, portalsim.DemoPlate)
 	fmt.Fprintf(w, "  curl -s '%s/v1/infractions?domain=%s'                        # partial: some portals are down, slow or throttling\n", api, portalsim.DemoPlate)
 }
 
