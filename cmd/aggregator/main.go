@@ -4,6 +4,8 @@
 //	aggregator [run] -config FILE [-listen ADDR]
 //	aggregator validate -config FILE   list every problem of a config, exit 1 if any
 //	aggregator query --domain PLATE    look a query up through a running aggregator
+//	aggregator sources check -config FILE (-domain P | -id N | -infraction ID)
+//	                                   call each source once and show what maps
 //	aggregator version                 the build: version, VCS revision, Go version
 //	aggregator help                    the commands
 package main
@@ -65,7 +67,8 @@ Commands:
                  or, without -config, a demo over simulated portals on loopback
   validate       check a configuration file and list every problem in it (-config FILE)
   query          look up infractions through a running aggregator (--domain or --id)
-  sources check  check that the configured sources answer (-config FILE)
+  sources check  call each configured source once, outside the breakers, and show the
+                 exchange and how every item maps (-config FILE, -domain, -id or -infraction)
   version        print the version, the VCS revision and the Go version
   help           print this help
 
@@ -86,6 +89,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return validate(rest, getenv, stdout, stderr)
 	case "query":
 		return query(ctx, rest, getenv, stdout, stderr)
+	case "sources":
+		return sourcesCmd(ctx, rest, getenv, stdout, stderr)
 	case "version":
 		if len(rest) > 0 {
 			fmt.Fprintf(stderr, "aggregator version: unexpected arguments: %s\n", strings.Join(rest, " "))

@@ -1,0 +1,209 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/multas/aggregator/portalsim"
+)
+
+// The demo's portals, in every dialect that works without a session or a
+// token (JSON, SOAP, an HTML table in windows-1252), check clean.
+func TestSourcesCheckDemoDialects(t *testing.T) {
+	t.Parallel()
+	var js []portalsim.Jurisdiction
+	for _, j := range portalsim.DemoAll() {
+		switch j.ID {
+		case "caba", "santafe", "neuquen", "tucuman":
+			j.Fault = portalsim.Fault{Mode: portalsim.Healthy}
+			js = append(js, j)
+		}
+	}
+	sim, err := portalsim.Start(js)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(sim.Close)
+	cfgPath := filepath.Join(t.TempDir(), "demo.yaml")
+	writeFile(t, cfgPath, portalsim.AggregatorYAML(js, sim.URLs()))
+
+	tests := []struct {
+		name   string
+		args   []string
+		want   []string
+		status int
+	}{
+		{"every source", []string{"-domain", "ab123cd"},
+			[]string{
+				"== caba (Ciudad de Buenos Aires): by_domain", "== santafe", "== neuquen", "== tucuman",
+				"< 200 OK", "id=Q-10442 date=2026-03-14T09:12:00-03:00 amount=185000.00 currency=ARS status=unpaid",
+				"id=NQN-2026-001234", "id=TUC-26-004455", `place="Calle Córdoba 650, San Miguel de Tucumán"`,
+				"4 of 4 source(s) answered and mapped",
+			}, 0},
+		{"SOAP request and HTML in windows-1252", []string{"-source", "neuquen", "-source", "tucuman", "-domain", portalsim.DemoPlate},
+			[]string{"> POST ", "<soapenv:Envelope", `<meta http-equiv="Content-Type" content="text/html; charset=windows-1252">`, "Tucumán", "2 of 2 source(s)"}, 0},
+		{"comma-separated sources", []string{"-source", "caba,tucuman", "-domain", portalsim.DemoPlate}, []string{"2 of 2 source(s)"}, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			var stdout, stderr syncBuffer
+			err := run(context.Background(), append([]string{"sources", "check", "-config", cfgPath}, tt.args...), noEnv, &stdout, &stderr)
+			if got := exitCode(err); got != tt.status {
+				t.Errorf("exit status %d, want %d; stderr: %s", got, tt.status, stderr.String())
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(stdout.String(), w) {
+					t.Errorf("output lacks %q:\n%s", w, stdout.String())
+				}
+			}
+		})
+	}
+}
+
+// A portal written for the test: an HTML table whose place column the
+// configured selector misses, and an amount that does not normalise; a
+// JSON API behind a bearer token.
+func TestSourcesCheckReports(t *testing.T) {
+	t.Parallel()
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /actas", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		amount := "1.234,50"
+		if r.URL.Query().Get("dominio") == "AC456DE" {
+			amount = "no informado"
+		}
+		fmt.Fprintf(w, `<html><body><table id="actas"><tbody>
+<tr><td>A-1</td><td>05/03/2026</td><td>Exceso de velocidad</td><td>%s</td><td>IMPAGA</td></tr>
+</tbody></table></body></html>`, amount)
+	})
+	mux.HandleFunc("GET /api/multas", func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "Bearer s3cr3t" {
+			w.WriteHeader(http.StatusUnauthorized)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, `{"multas":[{"nro":"J-7","fecha":"2026-01-02T10:00:00","monto":"1500.00","estado":"IMPAGA","lugar":"Ruta 3"}]}`)
+	})
+	mux.HandleFunc("GET /caido", func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusServiceUnavailable)
+	})
+	portal := httptest.NewServer(mux)
+	t.Cleanup(portal.Close)
+
+	cfgPath := filepath.Join(t.TempDir(), "aggregator.yaml")
+	writeFile(t, cfgPath, fmt.Sprintf(`sources:
+  - id: html
+    jurisdiction: Provincia HTML
+    base_url: %[1]s
+    time_zone: America/Argentina/Buenos_Aires
+    currency: ARS
+    operations:
+      by_domain: {path: /actas, query: {dominio: "{domain}"}}
+    response:
+      format: html
+      items: "table#actas tbody tr"
+      fields: {id: "td:nth-child(1)", date: "td:nth-child(2)", description: "td:nth-child(3)",
+               amount: "td:nth-child(4)", status: "td:nth-child(5)", place: "td:nth-child(9)"}
+      status_map: {IMPAGA: unpaid}
+  - id: json
+    jurisdiction: Provincia JSON
+    base_url: %[1]s
+    headers: {Authorization: "Bearer s3cr3t"}
+    currency: ARS
+    operations:
+      by_domain: {path: /api/multas, query: {dominio: "{domain}"}}
+    response:
+      items: /multas
+      fields: {id: /nro, date: /fecha, amount: /monto, status: /estado, place: /lugar}
+      status_map: {IMPAGA: unpaid}
+  - id: down
+    jurisdiction: Provincia Caída
+    base_url: %[1]s
+    operations:
+      by_domain: {path: /caido, query: {d: "{domain}"}}
+    response:
+      items: /x
+      fields: {id: /id}
+`, portal.URL))
+
+	tests := []struct {
+		name    string
+		args    []string
+		status  int
+		want    []string
+		wantErr []string
+	}{
+		{"masked secret, mapped item", []string{"-source", "json", "-domain", "AB123CD"}, 0,
+			[]string{"> GET " + portal.URL + "/api/multas?dominio=AB123CD", "> Authorization: ***",
+				`"nro":"J-7"`, "id=J-7 date=2026-01-02T10:00:00-03:00 amount=1500.00 currency=ARS status=unpaid status_raw=IMPAGA",
+				`place="Ruta 3"`, "OK: 1 infraction(s)", "1 of 1 source(s)"}, nil},
+		{"place never matches", []string{"-source", "html", "-domain", "AB123CD"}, 1,
+			[]string{"id=A-1 date=2026-03-05T00:00:00-03:00 amount=1234.50",
+				`! not mapped: place: selector "td:nth-child(9)" matched nothing`,
+				"field place: its selector matched in no item", "FAILED"}, nil},
+		{"amount does not normalise", []string{"-source", "html", "-domain", "AC456DE"}, 1,
+			[]string{`! not normalised: amount: "no informado" is not an amount`, "FAILED: source-error (HTTP 200): item 0: field amount", "0 of 1 source(s)"}, nil},
+		{"a source down", []string{"-source", "down,json", "-domain", "AB123CD"}, 1,
+			[]string{"< 503 Service Unavailable", "FAILED: source-unavailable (HTTP 503)", "1 of 2 source(s)"}, nil},
+		{"unknown source", []string{"-source", "atlantis", "-domain", "AB123CD"}, 2, nil,
+			[]string{`unknown source "atlantis"`}},
+		{"no query", []string{"-source", "json"}, 2, nil, []string{"exactly one of -domain, -id and -infraction"}},
+		{"two queries", []string{"-domain", "AB123CD", "-id", "20123456786"}, 2, nil, []string{"exactly one of"}},
+		{"bad plate", []string{"-domain", "??"}, 2, nil, []string{"-domain: not a plate"}},
+		{"no by_id", []string{"-source", "json", "-id", "20123456786"}, 0, []string{"skipped"}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			var stdout, stderr syncBuffer
+			err := run(context.Background(), append([]string{"sources", "check", "-config", cfgPath}, tt.args...), noEnv, &stdout, &stderr)
+			if got := exitCode(err); got != tt.status {
+				t.Errorf("exit status %d, want %d; stdout:\n%s\nstderr: %s", got, tt.status, stdout.String(), stderr.String())
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(stdout.String(), w) {
+					t.Errorf("output lacks %q:\n%s", w, stdout.String())
+				}
+			}
+			for _, w := range tt.wantErr {
+				if !strings.Contains(stderr.String(), w) {
+					t.Errorf("stderr lacks %q:\n%s", w, stderr.String())
+				}
+			}
+			if all := stdout.String() + stderr.String(); strings.Contains(all, "s3cr3t") {
+				t.Errorf("a configured secret is printed:\n%s", all)
+			}
+		})
+	}
+}
+
+// Usage errors exit 2 before anything is loaded or called.
+func TestSourcesCheckUsage(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"sources"}, "a subcommand is required"},
+		{[]string{"sources", "list"}, `unknown subcommand "list"`},
+		{[]string{"sources", "check", "-domain", "AB123CD"}, "-config FILE is required"},
+		{[]string{"sources", "check", "-config", "x.yaml", "-domain", "AB123CD", "extra"}, "unexpected arguments: extra"},
+		{[]string{"sources", "check", "-nope"}, "flag provided but not defined"},
+	}
+	for _, tt := range tests {
+		var stdout, stderr syncBuffer
+		err := run(context.Background(), tt.args, noEnv, &stdout, &stderr)
+		if got := exitCode(err); got != 2 {
+			t.Errorf("%v: exit status %d, want 2", tt.args, got)
+		}
+		if !strings.Contains(stderr.String(), tt.want) {
+			t.Errorf("%v: stderr lacks %q:\n%s", tt.args, tt.want, stderr.String())
+		}
+	}
+}
