@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -247,7 +248,7 @@ func checkSource(ctx context.Context, w io.Writer, sc config.Source, op aggregat
 	ok := lookupErr == nil
 	var items []sources.InspectedItem
 	for i, e := range exs {
-		if e.err != nil || e.status < 200 || e.status > 299 || m.authExchange(i, e) {
+		if e.err != nil || e.status < 200 || e.status > 299 || m.authExchange(i, len(exs), e) {
 			continue
 		}
 		ins, err := src.Inspect(ctx, e.body, e.header.Get("Content-Type"))
@@ -404,8 +405,11 @@ type masker struct {
 	params   map[string]bool // query and form parameters whose values are hidden
 	values   []string        // secret values, hidden wherever they appear
 	tokenURL string
-	session  bool // a session page is visited first
-	opaque   bool // request bodies carry session values: hidden whole
+	// session, when a session page is visited first: its method and URL
+	// (without query), and whether a lookup request looks the same.
+	session, sessionURL string
+	sessionLikeLookup   bool
+	opaque              bool // request bodies carry session values: hidden whole
 }
 
 func newMasker(sc config.Source) *masker {
@@ -440,7 +444,15 @@ func newMasker(sc config.Source) *masker {
 		m.tokenURL = o.TokenURL
 		m.values = append(m.values, o.ClientSecret)
 	}
-	m.session = sc.Auth.Session != nil
+	if ss := sc.Auth.Session; ss != nil {
+		m.session = cmp.Or(strings.ToUpper(ss.Method), http.MethodGet)
+		m.sessionURL = strings.TrimSuffix(sc.BaseURL, "/") + ss.Path
+		for _, o := range sc.Operations {
+			if cmp.Or(strings.ToUpper(o.Method), http.MethodGet) == m.session && o.Path == ss.Path {
+				m.sessionLikeLookup = true
+			}
+		}
+	}
 	// Longest first, so that a value holding another is hidden whole.
 	m.values = slices.DeleteFunc(m.values, func(v string) bool { return len(strings.TrimSpace(v)) < 3 })
 	slices.SortFunc(m.values, func(a, b string) int { return len(b) - len(a) })
@@ -449,11 +461,20 @@ func newMasker(sc config.Source) *masker {
 
 // authExchange reports whether exchange i is a token request or a session
 // page: not an answer to map, and its body is not shown.
-func (m *masker) authExchange(i int, e exchange) bool {
+func (m *masker) authExchange(i, n int, e exchange) bool {
 	if m.tokenURL != "" && strings.HasPrefix(e.url, m.tokenURL) {
 		return true
 	}
-	return m.session && i == 0
+	if m.session == "" || e.method != m.session {
+		return false
+	}
+	u, _, _ := strings.Cut(e.url, "?")
+	if u != m.sessionURL {
+		return false
+	}
+	// A session page that a lookup request resembles is the first request
+	// of a call that made more.
+	return !m.sessionLikeLookup || i == 0 && n > 1
 }
 
 // mask hides every known secret value in s.
@@ -517,7 +538,7 @@ func (m *masker) maskRequestBody(h http.Header, b []byte, auth bool) string {
 // answers' bodies are shown (not a voucher's).
 func printExchanges(w io.Writer, m *masker, exs []exchange, showBody bool) {
 	for i, e := range exs {
-		auth := m.authExchange(i, e)
+		auth := m.authExchange(i, len(exs), e)
 		fmt.Fprintf(w, "> %s %s\n", e.method, m.maskURL(e.url))
 		if e.host != "" && !strings.Contains(e.url, "://"+e.host) {
 			fmt.Fprintf(w, "> Host: %s\n", m.mask(safeText(e.host)))

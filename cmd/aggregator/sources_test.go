@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/multas/aggregator"
+	"github.com/multas/aggregator/config"
 	"github.com/multas/aggregator/portalsim"
 )
 
@@ -204,6 +206,48 @@ func TestSourcesCheckUsage(t *testing.T) {
 		}
 		if !strings.Contains(stderr.String(), tt.want) {
 			t.Errorf("%v: stderr lacks %q:\n%s", tt.args, tt.want, stderr.String())
+		}
+	}
+}
+
+// The token request and answer of OAuth2, the session page, cookies and
+// session values sent are never printed, whatever the portal's dialect.
+func TestSourcesCheckMasksAuth(t *testing.T) {
+	t.Parallel()
+	sc := config.Source{
+		ID: "x", BaseURL: "https://portal.example", Headers: map[string]string{"X-Api-Key": "k3y-k3y"},
+		Operations: map[aggregator.Operation]config.Operation{
+			aggregator.ByDomain: {Method: "POST", Path: "/consulta", Query: map[string]string{"t": "{session.token}"},
+				Body: config.Body{Form: map[string]string{"csrf": "{session.token}", "dominio": "{domain}"}}},
+		},
+		Auth: config.Auth{
+			OAuth2:  &config.OAuth2{TokenURL: "https://portal.example/oauth/token", ClientSecret: "cl13nt-s3cr3t"},
+			Session: &config.Session{Path: "/consulta"},
+		},
+	}
+	form := http.Header{"Content-Type": {"application/x-www-form-urlencoded"}}
+	exs := []exchange{
+		{method: "GET", url: "https://portal.example/consulta", status: 200, statusText: "200 OK",
+			header: http.Header{"Set-Cookie": {"ASP.NET_SessionId=c00k13"}}, body: []byte(`<input name="t" value="s3ss10n">`)},
+		{method: "POST", url: "https://portal.example/oauth/token", reqHeader: form,
+			reqBody: []byte("grant_type=client_credentials&client_secret=cl13nt-s3cr3t"),
+			status:  200, statusText: "200 OK", body: []byte(`{"access_token":"t0k3n"}`)},
+		{method: "POST", url: "https://portal.example/consulta?t=s3ss10n", reqHeader: http.Header{
+			"Content-Type": {"application/x-www-form-urlencoded"}, "Cookie": {"ASP.NET_SessionId=c00k13"},
+			"Authorization": {"Bearer t0k3n"}, "X-Api-Key": {"k3y-k3y"}},
+			reqBody: []byte("csrf=s3ss10n&dominio=AB123CD"), status: 200, statusText: "200 OK", body: []byte("<p>ok</p>")},
+	}
+	var out strings.Builder
+	printExchanges(&out, newMasker(sc), exs, true)
+	for _, secret := range []string{"c00k13", "s3ss10n", "cl13nt-s3cr3t", "t0k3n", "k3y-k3y"} {
+		if strings.Contains(out.String(), secret) {
+			t.Errorf("%q is printed:\n%s", secret, out.String())
+		}
+	}
+	for _, want := range []string{"> POST https://portal.example/consulta?t=***", "> csrf=***&dominio=AB123CD",
+		"> X-Api-Key: ***", "> Cookie: ***", "< Set-Cookie: ***", "grant_type=***", "< <p>ok</p>"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}
 	}
 }
