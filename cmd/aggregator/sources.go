@@ -233,12 +233,13 @@ func checkSource(ctx context.Context, w io.Writer, sc config.Source, op aggregat
 			size, err = io.Copy(io.Discard, v.Body)
 			v.Body.Close()
 		}
-		printExchanges(w, m, rec.exchanges(), false)
+		exs := rec.exchanges()
+		printExchanges(w, m, exs, false)
 		if err != nil {
-			fmt.Fprintf(w, "FAILED: %s\n", describe(err))
+			fmt.Fprintf(w, "FAILED: %s\n", m.mask(describe(err)))
 			return false
 		}
-		fmt.Fprintf(w, "voucher: %s, %d bytes\n", v.ContentType, size)
+		fmt.Fprintf(w, "voucher: status %s, type %s, %d bytes\n", safeText(exs[len(exs)-1].statusText), safeText(v.ContentType), size)
 		return true
 	}
 

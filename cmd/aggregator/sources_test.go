@@ -50,6 +50,9 @@ func TestSourcesCheckDemoDialects(t *testing.T) {
 		{"SOAP request and HTML in windows-1252", []string{"-source", "neuquen", "-source", "tucuman", "-domain", portalsim.DemoPlate},
 			[]string{"> POST ", "<soapenv:Envelope", `<meta http-equiv="Content-Type" content="text/html; charset=windows-1252">`, "Tucumán", "2 of 2 source(s)"}, 0},
 		{"comma-separated sources", []string{"-source", "caba,tucuman", "-domain", portalsim.DemoPlate}, []string{"2 of 2 source(s)"}, 0},
+		{"by id", []string{"-source", "caba", "-id", portalsim.DemoCUIT}, []string{"== caba (Ciudad de Buenos Aires): by_id", "id=Q-10442", "OK: "}, 0},
+		{"voucher", []string{"-source", "caba,tucuman", "-infraction", "Q-10442"},
+			[]string{"== caba (Ciudad de Buenos Aires): voucher", "< 200 OK", "voucher: status 200 OK, type application/pdf, ", "bytes read, not shown", "== tucuman", "FAILED: source-rejected (HTTP 404)", "1 of 2 source(s)"}, 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
