@@ -29,6 +29,9 @@ import (
 // map.
 const exitCheckFailed exitStatus = 1
 
+// maxRecordedRequest bounds a request body that the check records.
+const maxRecordedRequest = 1 << 20
+
 // bodyStart is how much of each answer's body is shown.
 const bodyStart = 2 << 10
 
@@ -347,10 +350,15 @@ type recorder struct {
 func (r *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
 	e := &exchange{method: req.Method, url: req.URL.String(), host: req.Host, reqHeader: req.Header.Clone()}
 	if req.Body != nil && req.Body != http.NoBody {
-		b, err := io.ReadAll(io.LimitReader(req.Body, 1<<20))
+		// Bodies come from the source's templates: small. One that is not
+		// is refused rather than sent cut short.
+		b, err := io.ReadAll(io.LimitReader(req.Body, maxRecordedRequest+1))
 		req.Body.Close()
-		if err != nil {
+		switch {
+		case err != nil:
 			return nil, err
+		case len(b) > maxRecordedRequest:
+			return nil, fmt.Errorf("request body larger than %d bytes", maxRecordedRequest)
 		}
 		e.reqBody = b
 		req = req.Clone(req.Context())
