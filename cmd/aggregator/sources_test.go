@@ -95,6 +95,9 @@ func TestSourcesCheckReports(t *testing.T) {
 		w.Header().Set("Content-Type", "application/json")
 		fmt.Fprint(w, `{"multas":[{"nro":"J-7","fecha":"2026-01-02T10:00:00","monto":"1500.00","estado":"IMPAGA","lugar":"Ruta 3"}]}`)
 	})
+	mux.HandleFunc("GET /esc", func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, "{\"x\":[{\"id\":\"\x1b[2J1\"}], \"y\": \"\x1b[31mred\"}")
+	})
 	mux.HandleFunc("GET /caido", func(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusServiceUnavailable)
 	})
@@ -127,6 +130,14 @@ func TestSourcesCheckReports(t *testing.T) {
       items: /multas
       fields: {id: /nro, date: /fecha, amount: /monto, status: /estado, place: /lugar}
       status_map: {IMPAGA: unpaid}
+  - id: esc
+    jurisdiction: Provincia Hostil
+    base_url: %[1]s
+    operations:
+      by_domain: {path: /esc, query: {d: "{domain}"}}
+    response:
+      items: /x
+      fields: {id: /id}
   - id: down
     jurisdiction: Provincia Caída
     base_url: %[1]s
@@ -156,6 +167,7 @@ func TestSourcesCheckReports(t *testing.T) {
 			[]string{`! not normalised: amount: "no informado" is not an amount`, "FAILED: source-error (HTTP 200): item 0: field amount", "0 of 1 source(s)"}, nil},
 		{"a source down", []string{"-source", "down,json", "-domain", "AB123CD"}, 1,
 			[]string{"< 503 Service Unavailable", "FAILED: source-unavailable (HTTP 503)", "1 of 2 source(s)"}, nil},
+		{"terminal escapes", []string{"-source", "esc", "-domain", "AB123CD"}, 1, []string{"[31mred", "[2J1"}, nil},
 		{"unknown source", []string{"-source", "atlantis", "-domain", "AB123CD"}, 2, nil,
 			[]string{`unknown source "atlantis"`}},
 		{"no query", []string{"-source", "json"}, 2, nil, []string{"exactly one of -domain, -id and -infraction"}},
@@ -180,6 +192,9 @@ func TestSourcesCheckReports(t *testing.T) {
 				if !strings.Contains(stderr.String(), w) {
 					t.Errorf("stderr lacks %q:\n%s", w, stderr.String())
 				}
+			}
+			if all := stdout.String() + stderr.String(); strings.ContainsAny(all, "\x1b\x07") {
+				t.Errorf("control characters from the portal reach the terminal:\n%q", all)
 			}
 			if all := stdout.String() + stderr.String(); strings.Contains(all, "s3cr3t") {
 				t.Errorf("a configured secret is printed:\n%s", all)
