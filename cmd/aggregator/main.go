@@ -4,6 +4,8 @@
 //	aggregator [run] -config FILE [-listen ADDR]
 //	aggregator validate -config FILE   list every problem of a config, exit 1 if any
 //	aggregator query --domain PLATE    look a query up through a running aggregator
+//	aggregator sources check -config FILE (-domain P | -id N | -infraction ID)
+//	                                   call each source once and show what maps
 //	aggregator version                 the build: version, VCS revision, Go version
 //	aggregator help                    the commands
 package main
@@ -65,7 +67,8 @@ Commands:
                  or, without -config, a demo over simulated portals on loopback
   validate       check a configuration file and list every problem in it (-config FILE)
   query          look up infractions through a running aggregator (--domain or --id)
-  sources check  check that the configured sources answer (-config FILE)
+  sources check  call each configured source once, outside the breakers, and show the
+                 exchange and how every item maps (-config FILE, -domain, -id or -infraction)
   version        print the version, the VCS revision and the Go version
   help           print this help
 
@@ -86,6 +89,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return validate(rest, getenv, stdout, stderr)
 	case "query":
 		return query(ctx, rest, getenv, stdout, stderr)
+	case "sources":
+		return sourcesCmd(ctx, rest, getenv, stdout, stderr)
 	case "version":
 		if len(rest) > 0 {
 			fmt.Fprintf(stderr, "aggregator version: unexpected arguments: %s\n", strings.Join(rest, " "))
@@ -310,7 +315,7 @@ func reportConfig(stderr io.Writer, err error) error {
 // startDemo runs the simulated jurisdictions on loopback and returns the
 // configuration that points the aggregator at them.
 func startDemo(listen string, getenv func(string) string) (*portalsim.Server, *config.Config, error) {
-	sim, err := portalsim.Start(portalsim.Demo())
+	sim, err := portalsim.Start(portalsim.DemoAll())
 	if err != nil {
 		return nil, nil, fmt.Errorf("demo portals: %w", err)
 	}
@@ -327,7 +332,7 @@ func startDemo(listen string, getenv func(string) string) (*portalsim.Server, *c
 	fmt.Fprintf(&b, "problems: {base_uri: %q}\n", "http://"+listen+"/problems/")
 	b.WriteString("query: {deadline: 3s, max_deadline: 10s}\n")
 	b.WriteString("defaults:\n  breaker: {window: 60s, min_calls: 4, failure_ratio: 0.5, open_for: 20s}\n")
-	b.WriteString(portalsim.AggregatorYAML(portalsim.Demo(), sim.URLs()))
+	b.WriteString(portalsim.AggregatorYAML(portalsim.DemoAll(), sim.URLs()))
 	cfg, err := config.Parse([]byte(b.String()), "demo.yaml", getenv)
 	if err != nil {
 		sim.Close()
@@ -345,6 +350,8 @@ func printDemo(w io.Writer, sim *portalsim.Server, api string) {
 	fmt.Fprintf(w, "\nAPI on %s (dashboard: %s/, admin token: see AGGREGATOR_ADMIN_TOKEN or demo-admin-token)\n\n", api, api)
 	fmt.Fprintln(w, "Try:")
 	fmt.Fprintf(w, "  curl -s '%s/v1/infractions?domain=%s&sources=caba,cordoba'   # complete\n", api, portalsim.DemoPlate)
+	fmt.Fprintf(w, "  curl -s '%s/v1/infractions?domain=%s&sources=neuquen,tucuman'   # SOAP and an HTML table in windows-1252\n", api, portalsim.DemoPlate)
+	fmt.Fprintf(w, "  curl -s '%s/v1/infractions?domain=%s&sources=chubut,entrerios,misiones'   # paginated, OAuth2, session page\n", api, portalsim.DemoPlate)
 	fmt.Fprintf(w, "  curl -s '%s/v1/infractions?domain=%s'                        # partial: some portals are down, slow or throttling\n", api, portalsim.DemoPlate)
 }
 

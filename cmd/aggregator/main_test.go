@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
@@ -12,6 +13,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/multas/aggregator/portalsim"
 )
 
 // syncBuffer is a bytes.Buffer safe to share with run's goroutines.
@@ -69,13 +72,33 @@ func TestRunDemo(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- run(ctx, []string{"-listen", addr}, noEnv, &stdout, &stderr) }()
 	waitHealthy(t, "http://"+addr)
-	resp, err := http.Get("http://" + addr + "/v1/infractions?domain=AB123CD&sources=caba")
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Errorf("demo query: status %d, want 200", resp.StatusCode)
+	// The JSON portals, and those in other dialects (SOAP, an HTML table
+	// in windows-1252), answer the demo plate.
+	for _, ids := range []string{"caba", "neuquen,tucuman"} {
+		resp, err := http.Get("http://" + addr + "/v1/infractions?domain=AB123CD&sources=" + ids)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got struct {
+			Complete    bool `json:"complete"`
+			Infractions []struct {
+				Source string `json:"source"`
+			} `json:"infractions"`
+		}
+		err = json.NewDecoder(resp.Body).Decode(&got)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || err != nil || !got.Complete {
+			t.Errorf("demo query %s: status %d, complete %v, decoding: %v", ids, resp.StatusCode, got.Complete, err)
+		}
+		seen := map[string]bool{}
+		for _, inf := range got.Infractions {
+			seen[inf.Source] = true
+		}
+		for _, id := range strings.Split(ids, ",") {
+			if !seen[id] {
+				t.Errorf("demo query %s: no infraction from %s", ids, id)
+			}
+		}
 	}
 	cancel()
 	select {
@@ -87,10 +110,19 @@ func TestRunDemo(t *testing.T) {
 		t.Fatal("run did not return after its context ended")
 	}
 	out := stdout.String()
-	for _, want := range []string{"caba", "curl", "/v1/infractions?domain="} {
+	for _, want := range []string{"curl", "/v1/infractions?domain="} {
 		if !strings.Contains(out, want) {
 			t.Errorf("demo banner lacks %q:\n%s", want, out)
 		}
+	}
+	// Every demo jurisdiction, in every dialect, is served and listed.
+	for _, j := range portalsim.DemoAll() {
+		if !strings.Contains(out, "  "+j.ID+" ") {
+			t.Errorf("demo banner does not list %s:\n%s", j.ID, out)
+		}
+	}
+	if want := fmt.Sprintf(`"sources":%d`, len(portalsim.DemoAll())); !strings.Contains(stderr.String(), want) {
+		t.Errorf("the demo does not configure every jurisdiction (want %s):\n%s", want, stderr.String())
 	}
 	if strings.Contains(stderr.String(), "AB123CD") {
 		t.Errorf("the logs carry a plate in clear:\n%s", stderr.String())

@@ -1,0 +1,633 @@
+package main
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"maps"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+	"unicode"
+
+	"golang.org/x/net/html/charset"
+
+	"github.com/multas/aggregator"
+	"github.com/multas/aggregator/app"
+	"github.com/multas/aggregator/config"
+	"github.com/multas/aggregator/sources"
+)
+
+// The exit status of a check that found a source that did not answer or
+// map.
+const exitCheckFailed exitStatus = 1
+
+// maxRecordedRequest bounds a request body that the check records.
+const maxRecordedRequest = 1 << 20
+
+// bodyStart is how much of each answer's body is shown.
+const bodyStart = 2 << 10
+
+const sourcesUsage = `usage: aggregator sources check -config FILE [-source ID]... (-domain PLATE | -id CUIT/DNI | -infraction ID)
+
+Calls each selected source once (all of them without -source), outside the
+breakers and the rate limiter, and prints the request sent (secrets masked),
+the status and headers, the start of the body, every item as mapped, every
+field that did not map (with its selector) and every value that did not
+normalise. Exit status 0 when every selected source answered and mapped,
+1 otherwise, 2 for a command line that cannot be run.
+
+`
+
+// sourcesCmd is `aggregator sources SUBCOMMAND`: only check, for now.
+func sourcesCmd(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	if len(args) > 0 && args[0] == "check" {
+		return sourcesCheck(ctx, args[1:], getenv, stdout, stderr)
+	}
+	if len(args) > 0 && (args[0] == "-h" || args[0] == "-help" || args[0] == "--help") {
+		fmt.Fprint(stdout, sourcesUsage)
+		return nil
+	}
+	if len(args) == 0 {
+		fmt.Fprint(stderr, "aggregator sources: a subcommand is required (check)\n\n")
+	} else {
+		fmt.Fprintf(stderr, "aggregator sources: unknown subcommand %q (known: check)\n\n", args[0])
+	}
+	fmt.Fprint(stderr, sourcesUsage)
+	return exitUsage
+}
+
+// checkFlags are what `sources check` was asked.
+type checkFlags struct {
+	config                     string
+	sources                    []string
+	domain, id, infraction     string
+	hasDomain, hasID, hasInfID bool
+}
+
+func sourcesCheck(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	var f checkFlags
+	fs := flag.NewFlagSet("sources check", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), sourcesUsage)
+		fs.PrintDefaults()
+	}
+	fs.StringVar(&f.config, "config", "", "YAML configuration `file` (required)")
+	fs.Func("source", "check only source `ID` (repeat it, or separate ids with commas; default: every source)", func(s string) error {
+		for id := range strings.SplitSeq(s, ",") {
+			if id = strings.TrimSpace(id); id != "" {
+				f.sources = append(f.sources, id)
+			}
+		}
+		return nil
+	})
+	fs.StringVar(&f.domain, "domain", "", "look up a `plate` (by_domain)")
+	fs.StringVar(&f.id, "id", "", "look up a `CUIT or DNI` (by_id)")
+	fs.StringVar(&f.infraction, "infraction", "", "fetch the voucher of infraction `ID` (voucher)")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return exitUsage
+	}
+	fs.Visit(func(fl *flag.Flag) {
+		switch fl.Name {
+		case "domain":
+			f.hasDomain = true
+		case "id":
+			f.hasID = true
+		case "infraction":
+			f.hasInfID = true
+		}
+	})
+	usageErr := func(format string, a ...any) error {
+		fmt.Fprintf(stderr, "aggregator sources check: "+format+"\n\n", a...)
+		fs.Usage()
+		return exitUsage
+	}
+	n := 0
+	for _, b := range []bool{f.hasDomain, f.hasID, f.hasInfID} {
+		if b {
+			n++
+		}
+	}
+	switch {
+	case fs.NArg() > 0:
+		return usageErr("unexpected arguments: %s", strings.Join(fs.Args(), " "))
+	case f.config == "":
+		return usageErr("-config FILE is required")
+	case n != 1:
+		return usageErr("give exactly one of -domain, -id and -infraction")
+	}
+	var q aggregator.Query
+	op := aggregator.Voucher
+	switch {
+	case f.hasDomain:
+		d, err := aggregator.ParseDomain(f.domain)
+		if err != nil {
+			return usageErr("-domain: not a plate (AB123CD, A123BCD or ABC123)")
+		}
+		q, op = aggregator.Query{Domain: d}, aggregator.ByDomain
+	case f.hasID:
+		id, kind, err := aggregator.ParseID(f.id)
+		if err != nil {
+			return usageErr("-id: not a CUIT (11 digits, valid check digit) or a DNI (7 or 8 digits)")
+		}
+		q, op = aggregator.Query{ID: id, IDKind: kind}, aggregator.ByID
+	case f.infraction == "":
+		return usageErr("-infraction: empty")
+	}
+
+	cfg, err := config.Load(f.config, getenv)
+	if err != nil {
+		return reportConfig(stderr, err)
+	}
+	selected, err := selectSources(cfg.Sources, f.sources)
+	if err != nil {
+		return usageErr("%v", err)
+	}
+	failed := 0
+	for i, sc := range selected {
+		if i > 0 {
+			fmt.Fprintln(stdout)
+		}
+		if !checkSource(ctx, stdout, sc, op, q, f.infraction) {
+			failed++
+		}
+	}
+	fmt.Fprintf(stdout, "\n%d of %d source(s) answered and mapped\n", len(selected)-failed, len(selected))
+	if failed > 0 {
+		return exitCheckFailed
+	}
+	return nil
+}
+
+// selectSources returns the configured sources named in ids (all when
+// ids is empty), in the configuration's order.
+func selectSources(all []config.Source, ids []string) ([]config.Source, error) {
+	if len(ids) == 0 {
+		return all, nil
+	}
+	known := make(map[string]bool, len(all))
+	for _, s := range all {
+		known[s.ID] = true
+	}
+	want := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		if !known[id] {
+			return nil, fmt.Errorf("-source: unknown source %q (configured: %s)", id, strings.Join(slices.Sorted(maps.Keys(known)), ", "))
+		}
+		want[id] = true
+	}
+	var out []config.Source
+	for _, s := range all {
+		if want[s.ID] {
+			out = append(out, s)
+		}
+	}
+	return out, nil
+}
+
+// checkSource calls one source and prints what it saw; it reports whether
+// the source answered and mapped.
+func checkSource(ctx context.Context, w io.Writer, sc config.Source, op aggregator.Operation, q aggregator.Query, infractionID string) bool {
+	fmt.Fprintf(w, "== %s (%s): %s\n", sc.ID, sc.Jurisdiction, op)
+	if sc.Type != config.HTTPType {
+		fmt.Fprintf(w, "FAILED: type %q is a Go adapter; only type http sources can be checked\n", sc.Type)
+		return false
+	}
+	spec := app.SourceSpec(sc)
+	limit := spec.MaxResponseBytes
+	if limit <= 0 {
+		limit = sources.DefaultMaxResponseBytes
+	}
+	transport := app.NewTransport()
+	defer transport.CloseIdleConnections()
+	rec := &recorder{next: transport, limit: limit + 1}
+	src, err := sources.New(spec, &http.Client{Transport: rec}, nil)
+	if err != nil {
+		fmt.Fprintf(w, "FAILED: %v\n", err)
+		return false
+	}
+	if !src.Supports(op, q.IDKind) {
+		fmt.Fprintf(w, "skipped: the source has no %s operation for this query\n", op)
+		return true
+	}
+	timeout := time.Duration(sc.Timeout)
+	if timeout <= 0 {
+		timeout = 10 * time.Second
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	m := newMasker(sc)
+
+	if op == aggregator.Voucher {
+		v, err := src.Voucher(ctx, infractionID)
+		var size int64
+		if err == nil {
+			size, err = io.Copy(io.Discard, v.Body)
+			v.Body.Close()
+		}
+		exs := rec.exchanges()
+		printExchanges(w, m, exs, false)
+		if err != nil {
+			fmt.Fprintf(w, "FAILED: %s\n", m.mask(describe(err)))
+			return false
+		}
+		fmt.Fprintf(w, "voucher: status %s, type %s, %d bytes\n", safeText(exs[len(exs)-1].statusText), safeText(v.ContentType), size)
+		return true
+	}
+
+	answer, lookupErr := src.Lookup(ctx, q)
+	exs := rec.exchanges()
+	printExchanges(w, m, exs, true)
+	ok := lookupErr == nil
+	var items []sources.InspectedItem
+	for i, e := range exs {
+		if e.err != nil || e.status < 200 || e.status > 299 || m.authExchange(i, len(exs), e) {
+			continue
+		}
+		ins, err := src.Inspect(ctx, e.body, e.header.Get("Content-Type"))
+		switch {
+		case err != nil:
+			fmt.Fprintf(w, "answer %d not readable: %s\n", i+1, m.mask(err.Error()))
+			ok = false
+		case ins.NotFound:
+			fmt.Fprintf(w, "answer %d: response.not_found matched: no infractions\n", i+1)
+		}
+		items = append(items, ins.Items...)
+	}
+	fmt.Fprintf(w, "items: %d\n", len(items))
+	for i, it := range items {
+		inf := it.Infraction
+		fmt.Fprintf(w, "  [%d] id=%s date=%s amount=%s currency=%s status=%s status_raw=%s\n",
+			i, quoteText(inf.ID), quoteText(inf.Date), quoteText(inf.Amount), quoteText(inf.Currency), inf.Status, quoteText(inf.StatusRaw))
+		fmt.Fprintf(w, "      description=%s place=%s\n", quoteText(inf.Description), quoteText(inf.Place))
+		for _, p := range it.Problems {
+			mark := "not mapped"
+			if !p.Unmapped {
+				mark = "not normalised"
+			}
+			fmt.Fprintf(w, "      ! %s: %s\n", mark, m.mask(safeText(p.String())))
+		}
+		if it.Refused {
+			ok = false
+		}
+	}
+	// A configured selector that matched in no item is a mapping to fix,
+	// even when the aggregator would take the answer without the field.
+	if len(items) > 0 {
+		for _, name := range src.Mapped() {
+			never := true
+			for _, it := range items {
+				if !slices.ContainsFunc(it.Problems, func(p sources.FieldProblem) bool { return p.Field == name && p.Unmapped }) {
+					never = false
+					break
+				}
+			}
+			if never {
+				fmt.Fprintf(w, "field %s: its selector matched in no item\n", name)
+				ok = false
+			}
+		}
+	}
+	switch {
+	case lookupErr != nil:
+		fmt.Fprintf(w, "FAILED: %s\n", m.mask(describe(lookupErr)))
+	case !ok:
+		fmt.Fprintf(w, "FAILED: the answer came, but did not map cleanly (see above); the lookup found %d infraction(s)\n", len(answer.Infractions))
+	default:
+		fmt.Fprintf(w, "OK: %d infraction(s)\n", len(answer.Infractions))
+	}
+	return ok
+}
+
+// describe says what a failed call's outcome is.
+func describe(err error) string {
+	var e *sources.Error
+	if errors.As(err, &e) {
+		s := string(e.Outcome.Slug())
+		if e.Status != 0 {
+			s += fmt.Sprintf(" (HTTP %d)", e.Status)
+		}
+		if e.Err != nil {
+			s += ": " + e.Err.Error()
+		}
+		return safeText(s)
+	}
+	return safeText(err.Error())
+}
+
+// exchange is one request sent and what came back.
+type exchange struct {
+	method, url, host string
+	reqHeader         http.Header
+	reqBody           []byte
+	status            int
+	statusText        string
+	header            http.Header
+	body              []byte // at most the recorder's limit
+	err               error
+}
+
+// recorder is a RoundTripper that keeps every exchange it carries.
+type recorder struct {
+	next  http.RoundTripper
+	limit int64
+
+	mu  sync.Mutex
+	all []*exchange
+}
+
+func (r *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
+	e := &exchange{method: req.Method, url: req.URL.String(), host: req.Host, reqHeader: req.Header.Clone()}
+	if req.Body != nil && req.Body != http.NoBody {
+		// Bodies come from the source's templates: small. One that is not
+		// is refused rather than sent cut short.
+		b, err := io.ReadAll(io.LimitReader(req.Body, maxRecordedRequest+1))
+		req.Body.Close()
+		switch {
+		case err != nil:
+			return nil, err
+		case len(b) > maxRecordedRequest:
+			return nil, fmt.Errorf("request body larger than %d bytes", maxRecordedRequest)
+		}
+		e.reqBody = b
+		req = req.Clone(req.Context())
+		req.Body = io.NopCloser(bytes.NewReader(b))
+		req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil }
+	}
+	r.mu.Lock()
+	r.all = append(r.all, e)
+	r.mu.Unlock()
+	resp, err := r.next.RoundTrip(req)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err != nil {
+		e.err = err
+		return nil, err
+	}
+	e.status, e.statusText, e.header = resp.StatusCode, resp.Status, resp.Header.Clone()
+	resp.Body = &capture{ReadCloser: resp.Body, r: r, e: e}
+	return resp, nil
+}
+
+// exchanges are the exchanges so far.
+func (r *recorder) exchanges() []exchange {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]exchange, len(r.all))
+	for i, e := range r.all {
+		out[i] = *e
+	}
+	return out
+}
+
+// capture keeps what is read of a body, up to the recorder's limit.
+type capture struct {
+	io.ReadCloser
+	r *recorder
+	e *exchange
+}
+
+func (c *capture) Read(p []byte) (int, error) {
+	n, err := c.ReadCloser.Read(p)
+	c.r.mu.Lock()
+	if room := c.r.limit - int64(len(c.e.body)); room > 0 {
+		c.e.body = append(c.e.body, p[:min(int64(n), room)]...)
+	}
+	c.r.mu.Unlock()
+	return n, err
+}
+
+// masker hides the secrets of one source in what is printed.
+type masker struct {
+	headers  map[string]bool // canonical names whose values are hidden
+	params   map[string]bool // query and form parameters whose values are hidden
+	values   []string        // secret values, hidden wherever they appear
+	tokenURL string
+	// session, when a session page is visited first: its method and URL
+	// (without query), and whether a lookup request looks the same.
+	session, sessionURL string
+	sessionLikeLookup   bool
+	opaque              bool // request bodies carry session values: hidden whole
+}
+
+func newMasker(sc config.Source) *masker {
+	m := &masker{
+		headers: map[string]bool{"Authorization": true, "Proxy-Authorization": true, "Cookie": true, "Set-Cookie": true},
+		params:  map[string]bool{"client_secret": true, "access_token": true, "refresh_token": true, "id_token": true, "token": true, "password": true},
+	}
+	secretHeaders := func(h map[string]string) {
+		for k, v := range h {
+			m.headers[http.CanonicalHeaderKey(k)] = true
+			m.values = append(m.values, v)
+		}
+	}
+	secretHeaders(sc.Headers)
+	for _, o := range sc.Operations {
+		secretHeaders(o.Headers)
+		for k, v := range o.Query {
+			if strings.Contains(v, "{session.") {
+				m.params[k] = true
+			}
+		}
+		for k, v := range o.Body.Form {
+			if strings.Contains(v, "{session.") {
+				m.params[k] = true
+			}
+		}
+		if strings.Contains(o.Body.Text, "{session.") || (o.Body.JSON != nil && bytes.Contains(o.Body.JSON.Raw, []byte("{session."))) {
+			m.opaque = true
+		}
+	}
+	if o := sc.Auth.OAuth2; o != nil {
+		m.tokenURL = o.TokenURL
+		m.values = append(m.values, o.ClientSecret)
+	}
+	if ss := sc.Auth.Session; ss != nil {
+		m.session = cmp.Or(strings.ToUpper(ss.Method), http.MethodGet)
+		m.sessionURL = strings.TrimSuffix(sc.BaseURL, "/") + ss.Path
+		for _, o := range sc.Operations {
+			if cmp.Or(strings.ToUpper(o.Method), http.MethodGet) == m.session && o.Path == ss.Path {
+				m.sessionLikeLookup = true
+			}
+		}
+	}
+	// Longest first, so that a value holding another is hidden whole.
+	m.values = slices.DeleteFunc(m.values, func(v string) bool { return len(strings.TrimSpace(v)) < 3 })
+	slices.SortFunc(m.values, func(a, b string) int { return len(b) - len(a) })
+	return m
+}
+
+// authExchange reports whether exchange i is a token request or a session
+// page: not an answer to map, and its body is not shown.
+func (m *masker) authExchange(i, n int, e exchange) bool {
+	if m.tokenURL != "" && strings.HasPrefix(e.url, m.tokenURL) {
+		return true
+	}
+	if m.session == "" || e.method != m.session {
+		return false
+	}
+	u, _, _ := strings.Cut(e.url, "?")
+	if u != m.sessionURL {
+		return false
+	}
+	// A session page that a lookup request resembles is the first request
+	// of a call that made more.
+	return !m.sessionLikeLookup || i == 0 && n > 1
+}
+
+// mask hides every known secret value in s.
+func (m *masker) mask(s string) string {
+	for _, v := range m.values {
+		s = strings.ReplaceAll(s, v, "***")
+	}
+	return s
+}
+
+// maskURL hides the secret parameters of a URL.
+func (m *masker) maskURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "***"
+	}
+	u.User = nil
+	if u.RawQuery != "" {
+		q := u.Query()
+		for k := range q {
+			if m.params[k] {
+				q[k] = []string{"***"}
+			}
+		}
+		u.RawQuery = strings.ReplaceAll(q.Encode(), "%2A%2A%2A", "***")
+	}
+	return m.mask(u.String())
+}
+
+// maskHeader hides the values of secret headers.
+func (m *masker) maskHeader(name, value string) string {
+	if m.headers[http.CanonicalHeaderKey(name)] {
+		return "***"
+	}
+	return m.mask(value)
+}
+
+// maskRequestBody hides the secrets of a request body.
+func (m *masker) maskRequestBody(h http.Header, b []byte, auth bool) string {
+	if len(b) == 0 {
+		return ""
+	}
+	ct := strings.ToLower(h.Get("Content-Type"))
+	if strings.HasPrefix(ct, "application/x-www-form-urlencoded") {
+		if form, err := url.ParseQuery(string(b)); err == nil {
+			for k := range form {
+				if m.params[k] || auth {
+					form[k] = []string{"***"}
+				}
+			}
+			return m.mask(strings.ReplaceAll(form.Encode(), "%2A%2A%2A", "***"))
+		}
+	}
+	if m.opaque || auth {
+		return "*** (not shown: it holds secrets)"
+	}
+	return m.mask(safeText(string(b)))
+}
+
+// printExchanges writes every request and answer; showBody says whether
+// answers' bodies are shown (not a voucher's).
+func printExchanges(w io.Writer, m *masker, exs []exchange, showBody bool) {
+	for i, e := range exs {
+		auth := m.authExchange(i, len(exs), e)
+		fmt.Fprintf(w, "> %s %s\n", e.method, m.maskURL(e.url))
+		if e.host != "" && !strings.Contains(e.url, "://"+e.host) {
+			fmt.Fprintf(w, "> Host: %s\n", m.mask(safeText(e.host)))
+		}
+		printHeaders(w, ">", e.reqHeader, m)
+		token := m.tokenURL != "" && strings.HasPrefix(e.url, m.tokenURL)
+		if b := m.maskRequestBody(e.reqHeader, e.reqBody, token); b != "" {
+			fmt.Fprintln(w, ">")
+			for l := range strings.SplitSeq(b, "\n") {
+				fmt.Fprintf(w, "> %s\n", l)
+			}
+		}
+		if e.err != nil {
+			fmt.Fprintf(w, "< no answer: %s\n", m.mask(safeText(e.err.Error())))
+			continue
+		}
+		fmt.Fprintf(w, "< %s\n", safeText(e.statusText))
+		printHeaders(w, "<", e.header, m)
+		switch {
+		case len(e.body) == 0:
+		case auth:
+			fmt.Fprintf(w, "<\n< *** (%d bytes, not shown: a token answer or session page holds secrets)\n", len(e.body))
+		case !showBody:
+			fmt.Fprintf(w, "<\n< (%d bytes read, not shown)\n", len(e.body))
+		default:
+			text, more := startOf(e.body, e.header.Get("Content-Type"))
+			fmt.Fprintln(w, "<")
+			for l := range strings.SplitSeq(m.mask(text), "\n") {
+				fmt.Fprintf(w, "< %s\n", l)
+			}
+			if more {
+				fmt.Fprintf(w, "< … (%d bytes in all)\n", len(e.body))
+			}
+		}
+	}
+}
+
+func printHeaders(w io.Writer, prefix string, h http.Header, m *masker) {
+	for _, k := range slices.Sorted(maps.Keys(h)) {
+		for _, v := range h[k] {
+			fmt.Fprintf(w, "%s %s: %s\n", prefix, safeText(k), safeText(m.maskHeader(k, v)))
+		}
+	}
+}
+
+// startOf is the first bodyStart bytes of body decoded as text (from the
+// charset the Content-Type or the document declares), and whether there
+// is more.
+func startOf(body []byte, contentType string) (string, bool) {
+	more := len(body) > bodyStart
+	b := body[:min(len(body), bodyStart)]
+	if r, err := charset.NewReader(bytes.NewReader(b), contentType); err == nil {
+		if d, err := io.ReadAll(r); err == nil {
+			b = d
+		}
+	}
+	return safeText(string(b)), more
+}
+
+// safeText makes s safe for a terminal: invalid UTF-8 and control
+// characters (escape sequences a hostile portal could send) are shown
+// escaped; line breaks and tabs are kept.
+func safeText(s string) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	return strings.Map(func(r rune) rune {
+		if r == '\n' || r == '\t' || !unicode.IsControl(r) {
+			return r
+		}
+		return '\uFFFD'
+	}, strings.ReplaceAll(s, "\r\n", "\n"))
+}
+
+// quoteText is v for an item line: "-" when empty, quoted when it holds
+// spaces.
+func quoteText(v string) string {
+	switch {
+	case v == "":
+		return "-"
+	case strings.ContainsAny(v, " \t\n\"="):
+		return fmt.Sprintf("%q", safeText(v))
+	}
+	return safeText(v)
+}
