@@ -117,6 +117,8 @@ type Source struct {
 	vouchers voucherPolicy
 	mapping  mapping
 	buffers  sync.Pool // of *[]byte, for lookup answers
+	base     *url.URL  // the base URL, whose origin is the source's
+	next     *selector // pagination.next, compiled; nil when not set
 }
 
 // operation is a compiled OperationSpec.
@@ -182,6 +184,7 @@ func New(spec Spec, client *http.Client, now func() time.Time) (*Source, error) 
 		fail("base_url: must be an absolute http or https URL")
 	default:
 		own.CheckRedirect = checkRedirect(base)
+		s.base = base
 	}
 	if own.CheckRedirect == nil {
 		own.CheckRedirect = func(*http.Request, []*http.Request) error { return errForeignRedirect }
@@ -220,6 +223,9 @@ func New(spec Spec, client *http.Client, now func() time.Time) (*Source, error) 
 
 	s.mapping, err = compileMapping(spec)
 	if err != nil {
+		errs = append(errs, err)
+	}
+	if err := s.compilePagination(); err != nil {
 		errs = append(errs, err)
 	}
 	if s.ops[opIndex(aggregator.Voucher)] != nil {
@@ -378,6 +384,9 @@ func (s *Source) Lookup(ctx context.Context, q aggregator.Query) (Answer, error)
 	}
 	var v values
 	v.p[paramDomain], v.p[paramID], v.p[paramIDKind] = q.Domain, q.ID, string(q.IDKind)
+	if s.spec.Pagination.Style != "" {
+		return s.lookupPages(ctx, s.ops[opIndex(op)], &v)
+	}
 	resp, err := s.do(ctx, s.ops[opIndex(op)], &v, s.lookupH)
 	if err != nil {
 		return Answer{}, err
@@ -395,7 +404,7 @@ func (s *Source) Lookup(ctx context.Context, q aggregator.Query) (Answer, error)
 		}
 		return Answer{Pause: pause}, nil
 	case code >= 200 && code < 300:
-		infractions, err := s.read(ctx, resp, pause)
+		infractions, _, err := s.readPage(ctx, resp, pause)
 		if err != nil {
 			return Answer{}, err
 		}
@@ -466,20 +475,18 @@ func (s *Source) do(ctx context.Context, o *operation, v *values, h http.Header)
 	return resp, nil
 }
 
-// read reads and maps a 2xx lookup answer, at most maxBytes of it.
-func (s *Source) read(ctx context.Context, resp *http.Response, pause time.Duration) ([]aggregator.Infraction, error) {
+// readPage reads and maps a 2xx lookup answer, at most maxBytes of it,
+// and reads the next cursor or URL when pagination.next is set.
+func (s *Source) readPage(ctx context.Context, resp *http.Response, pause time.Duration) (_ []aggregator.Infraction, next string, err error) {
 	if resp.ContentLength > s.maxBytes {
-		return nil, unreadable(resp.StatusCode, pause, fmt.Errorf("answer larger than %d bytes", s.maxBytes))
+		return nil, "", unreadable(resp.StatusCode, pause, fmt.Errorf("answer larger than %d bytes", s.maxBytes))
 	}
 	buf := s.buffer()
 	defer s.release(buf)
 	if n := resp.ContentLength; n > 0 && int64(cap(*buf)) <= n {
 		*buf = make([]byte, 0, n+1) // room to see the EOF without growing
 	}
-	var (
-		over bool
-		err  error
-	)
+	var over bool
 	*buf, over, err = readLimited(resp.Body, (*buf)[:0], s.maxBytes)
 	switch {
 	case err != nil:
@@ -487,15 +494,22 @@ func (s *Source) read(ctx context.Context, resp *http.Response, pause time.Durat
 		// an answer of the portal.
 		e := transportError(ctx, err)
 		e.Pause = pause
-		return nil, e
+		return nil, "", e
 	case over:
-		return nil, unreadable(resp.StatusCode, pause, fmt.Errorf("answer larger than %d bytes", s.maxBytes))
+		return nil, "", unreadable(resp.StatusCode, pause, fmt.Errorf("answer larger than %d bytes", s.maxBytes))
 	}
 	infractions, err := s.mapping.read(ctx, *buf, resp.Header.Get("Content-Type"))
 	if err != nil {
-		return nil, answerError(ctx, resp.StatusCode, pause, err)
+		return nil, "", answerError(ctx, resp.StatusCode, pause, err)
 	}
-	return infractions, nil
+	if s.next != nil {
+		d, err := parseDocument(ctx, s.mapping.format, s.mapping.charset, *buf, resp.Header.Get("Content-Type"))
+		if err != nil {
+			return nil, "", answerError(ctx, resp.StatusCode, pause, err)
+		}
+		next, _ = d.first(*s.next)
+	}
+	return infractions, next, nil
 }
 
 // buffer takes a body buffer from the source's pool.
