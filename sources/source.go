@@ -119,6 +119,7 @@ type Source struct {
 	buffers  sync.Pool // of *[]byte, for lookup answers
 	base     *url.URL  // the base URL, whose origin is the source's
 	next     *selector // pagination.next, compiled; nil when not set
+	tokens   *tokens   // OAuth2; nil without
 }
 
 // operation is a compiled OperationSpec.
@@ -226,6 +227,9 @@ func New(spec Spec, client *http.Client, now func() time.Time) (*Source, error) 
 		errs = append(errs, err)
 	}
 	if err := s.compilePagination(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := s.compileAuth(); err != nil {
 		errs = append(errs, err)
 	}
 	if s.ops[opIndex(aggregator.Voucher)] != nil {
@@ -457,22 +461,38 @@ func (s *Source) Voucher(ctx context.Context, infractionID string) (*Voucher, er
 	return nil, statusError(code, pause)
 }
 
-// do sends one request of operation o. A failure to get an answer comes
-// back as *Error.
+// do sends one request of operation o, authenticated as the source's auth
+// says: a portal's 401 to an OAuth2 token drops it and repeats the request
+// once with a fresh one. A failure to get an answer comes back as *Error.
 func (s *Source) do(ctx context.Context, o *operation, v *values, h http.Header) (*http.Response, error) {
-	req, err := o.build(ctx, v, h, s.host)
-	if err != nil {
-		return nil, &Error{Outcome: aggregator.Rejected, Err: fmt.Errorf("building the request: %w", err)}
-	}
-	resp, err := s.client.Do(req)
-	if err != nil {
-		e := transportError(ctx, err)
-		if resp != nil && e.Outcome == aggregator.Unreadable {
-			e.Status = resp.StatusCode // the redirect not followed
+	for retried := false; ; retried = true {
+		req, err := o.build(ctx, v, h, s.host)
+		if err != nil {
+			return nil, &Error{Outcome: aggregator.Rejected, Err: fmt.Errorf("building the request: %w", err)}
 		}
-		return nil, e
+		var token string
+		if s.tokens != nil {
+			if token, err = s.tokens.get(ctx); err != nil {
+				return nil, err
+			}
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := s.client.Do(req)
+		if err != nil {
+			e := transportError(ctx, err)
+			if resp != nil && e.Outcome == aggregator.Unreadable {
+				e.Status = resp.StatusCode // the redirect not followed
+			}
+			return nil, e
+		}
+		if s.tokens != nil && resp.StatusCode == http.StatusUnauthorized && !retried {
+			drain(resp.Body)
+			resp.Body.Close()
+			s.tokens.drop(token)
+			continue
+		}
+		return resp, nil
 	}
-	return resp, nil
 }
 
 // readPage reads and maps a 2xx lookup answer, at most maxBytes of it,
