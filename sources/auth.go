@@ -74,5 +74,8 @@ func (s *Source) compileAuth() error {
 		}
 		s.tokens = newTokens(o, s.client, s.now)
 	}
+	if a.Session != nil {
+		return s.compileSession()
+	}
 	return nil
 }

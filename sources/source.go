@@ -120,6 +120,7 @@ type Source struct {
 	base     *url.URL  // the base URL, whose origin is the source's
 	next     *selector // pagination.next, compiled; nil when not set
 	tokens   *tokens   // OAuth2; nil without
+	sessions *sessions // a session page; nil without
 }
 
 // operation is a compiled OperationSpec.
@@ -462,10 +463,19 @@ func (s *Source) Voucher(ctx context.Context, infractionID string) (*Voucher, er
 }
 
 // do sends one request of operation o, authenticated as the source's auth
-// says: a portal's 401 to an OAuth2 token drops it and repeats the request
-// once with a fresh one. A failure to get an answer comes back as *Error.
+// says: a portal's 401 to an OAuth2 token drops it, and a 401, a 403 or
+// the session page again (to a lookup) ends the session; either way the
+// request is repeated once, with a fresh token or session. A failure to get an answer comes back as *Error.
 func (s *Source) do(ctx context.Context, o *operation, v *values, h http.Header) (*http.Response, error) {
 	for retried := false; ; retried = true {
+		var gen uint64
+		if s.sessions != nil {
+			values, g, err := s.sessions.get(ctx, s)
+			if err != nil {
+				return nil, err
+			}
+			v.session, gen = values, g
+		}
 		req, err := o.build(ctx, v, h, s.host)
 		if err != nil {
 			return nil, &Error{Outcome: aggregator.Rejected, Err: fmt.Errorf("building the request: %w", err)}
@@ -485,13 +495,20 @@ func (s *Source) do(ctx context.Context, o *operation, v *values, h http.Header)
 			}
 			return nil, e
 		}
-		if s.tokens != nil && resp.StatusCode == http.StatusUnauthorized && !retried {
-			drain(resp.Body)
-			resp.Body.Close()
+		code := resp.StatusCode
+		switch {
+		case retried:
+			return resp, nil
+		case s.tokens != nil && code == http.StatusUnauthorized:
 			s.tokens.drop(token)
-			continue
+		case s.sessions != nil && (code == http.StatusUnauthorized || code == http.StatusForbidden ||
+			code >= 200 && code < 300 && o != s.ops[opIndex(aggregator.Voucher)] && s.sessions.isSessionPage(ctx, s, resp)):
+			s.sessions.drop(gen)
+		default:
+			return resp, nil
 		}
-		return resp, nil
+		drain(resp.Body)
+		resp.Body.Close()
 	}
 }
 
