@@ -102,6 +102,9 @@ type Spec struct {
 	VoucherTypes []string
 	// VoucherMaxBytes bounds a voucher; 0 is DefaultVoucherMaxBytes.
 	VoucherMaxBytes int64
+	// TLS, when set, gives the source a transport of its own: a private
+	// CA, a client certificate, a server name.
+	TLS TLS
 }
 
 // Source calls one portal. It is safe for concurrent use.
@@ -190,6 +193,13 @@ func New(spec Spec, client *http.Client, now func() time.Time) (*Source, error) 
 	}
 	if own.CheckRedirect == nil {
 		own.CheckRedirect = func(*http.Request, []*http.Request) error { return errForeignRedirect }
+	}
+	if !spec.TLS.IsZero() {
+		if tr, err := spec.TLS.transport(client.Transport); err != nil {
+			errs = append(errs, err)
+		} else {
+			own.Transport = tr
+		}
 	}
 	if len(spec.Operations) == 0 {
 		fail("operations: none configured")
