@@ -80,12 +80,26 @@ func TestDialectPortals(t *testing.T) {
 		t.Errorf("sessions issued %d, session page visited %d times; want 1 and 1 for %d queries", st.SessionsIssued, st.SessionPage, n+1)
 	}
 
-	// Every token revoked: the next query's call is refused once, then
-	// repeated with a fresh token.
+	// Every token revoked, every session ended: the next query's calls
+	// are refused once (401; the session page again), then repeated with
+	// a fresh token and a fresh session.
 	sim.Portal("entrerios").RevokeTokens()
-	a = e.byDomain("ZZ999ZZ")
+	sim.Portal("misiones").ExpireSessions()
+	sim.Portal("misiones").ResetCalls()
+	a = e.byDomain(portalsim.DemoPlate)
 	checkEntry(t, a.entry(t, "entrerios"), "succeeded", "")
+	checkEntry(t, a.entry(t, "misiones"), "succeeded", "")
+	got = map[string]int{}
+	for _, inf := range a.result.Infractions {
+		got[inf.Source]++
+	}
+	if got["misiones"] != want["misiones"] || got["entrerios"] != want["entrerios"] {
+		t.Errorf("after renewal: %d and %d infractions, want %d and %d", got["misiones"], got["entrerios"], want["misiones"], want["entrerios"])
+	}
 	if st := sim.Portal("entrerios").Calls(); st.TokensIssued != 2 {
 		t.Errorf("OAuth2 tokens issued after revocation: %d, want 2", st.TokensIssued)
+	}
+	if st := sim.Portal("misiones").Calls(); st.SessionPage != 1 {
+		t.Errorf("session page visited %d times after expiry, want 1 (%+v)", st.SessionPage, st)
 	}
 }

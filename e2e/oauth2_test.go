@@ -47,3 +47,28 @@ func TestOAuth2RefusedNeverTrips(t *testing.T) {
 		t.Errorf("API called %d times, want 0", got)
 	}
 }
+
+// TestOAuth2FailingTokenEndpointCounts: a token endpoint that fails (503)
+// is the portal failing: source-unavailable, counted, and the breaker
+// opens (SPEC 8).
+func TestOAuth2FailingTokenEndpointCounts(t *testing.T) {
+	t.Parallel()
+	p := newPortal(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/oauth/token" {
+			status(http.StatusServiceUnavailable).ServeHTTP(w, r)
+			return
+		}
+		one("P-1").ServeHTTP(w, r)
+	}))
+	e := startWith(t, source{id: "p", url: p.URL, extra: []string{
+		fmt.Sprintf(`auth: {oauth2: {token_url: "%s/oauth/token", client_id: cliente, client_secret: "no-es-este"}}`, p.URL),
+		"breaker: {min_calls: 2, failure_ratio: 0.5, consecutive_failures: 2, open_for: 1m}",
+	}})
+	for i := range 2 {
+		checkEntry(t, e.byDomain(plateN(i)).entry(t, "p"), "failed", "source-unavailable")
+	}
+	if b := e.breaker("p", "by_domain"); b.State != "open" {
+		t.Errorf("breaker %s, want open after two counted failures", b.State)
+	}
+	checkEntry(t, e.byDomain(plateN(3)).entry(t, "p"), "skipped", "circuit-open")
+}
