@@ -6,8 +6,13 @@
 // portal's back-off signals (Retry-After, RateLimit), and normalises
 // amounts, dates and statuses (SPEC 3.1).
 //
-// A Source knows nothing of breakers, rate limiters or retries: it makes
-// exactly one call per method call and reports what happened.
+// A Source knows nothing of breakers, rate limiters or retries: each
+// method call is one call as the breaker sees it, and reports what
+// happened. That call may be several requests (SPEC 8): the pages of a
+// paginated lookup (each after the first admitted by the page gate the
+// caller put in the context, see WithPageGate), an OAuth2 token or a
+// session page fetched first, and one repetition after the portal refused
+// a token or a session.
 package sources
 
 import (
