@@ -93,8 +93,8 @@ func (s *Source) lookupPages(ctx context.Context, o *operation, v *values) (Answ
 		if !more {
 			return ans, nil
 		}
-		if max := p.MaxPages; max > 0 && n+1 >= max {
-			return fail(unreadable(http.StatusOK, 0, fmt.Errorf("%w (%d)", ErrTooManyPages, max)))
+		if limit := p.MaxPages; limit > 0 && n+1 >= limit {
+			return fail(unreadable(http.StatusOK, 0, fmt.Errorf("%w (%d)", ErrTooManyPages, limit)))
 		}
 	}
 }
