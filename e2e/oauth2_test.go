@@ -33,6 +33,9 @@ func TestOAuth2RefusedNeverTrips(t *testing.T) {
 		a := e.byDomain(plateN(i))
 		en := a.entry(t, "p")
 		checkEntry(t, en, "failed", "source-rejected")
+		if en.Problem != nil && !strings.Contains(en.Problem.Detail, "token endpoint") {
+			t.Errorf("detail %q does not name the token endpoint", en.Problem.Detail)
+		}
 		if en.Problem != nil && (strings.Contains(en.Problem.Detail, "no-es-este") || strings.Contains(en.Problem.Detail, plateN(i))) {
 			t.Errorf("detail %q carries the secret or the plate", en.Problem.Detail)
 		}

@@ -115,6 +115,9 @@ func TestPagination(t *testing.T) {
 		a := e.byDomain("AB123CD")
 		en := a.entry(t, "p")
 		checkEntry(t, en, "skipped", "rate-limited")
+		if en.Problem != nil && !strings.Contains(en.Problem.Detail, "page") {
+			t.Errorf("detail %q does not say a page was kept back", en.Problem.Detail)
+		}
 		if en.Problem != nil && (en.Problem.RetryAfter == nil || *en.Problem.RetryAfter < 1) {
 			t.Errorf("retry_after %v, want at least 1", en.Problem.RetryAfter)
 		}

@@ -93,6 +93,9 @@ func (e *Engine) call(ctx context.Context, m Member, op aggregator.Operation, do
 		// Any answer that asked for a pause sets it (SPEC 4.2): a 429, a
 		// 503 with Retry-After, or an exhausted RateLimit quota on any
 		// status, a 4xx or an unreadable 2xx included.
+		if errors.Is(res.err, sources.ErrTokenRefused) {
+			res.detail = "The portal's token endpoint refused the configured client credentials."
+		}
 		if res.outcome == aggregator.SkippedRateLimited {
 			// A page kept back by our own limiter: no pause of the portal's.
 			var le *ratelimit.LimitedError
