@@ -213,6 +213,7 @@ func sourceSpec(sc config.Source) sources.Spec {
 		Format: sc.Response.Format, Charset: sc.Response.Charset, Namespaces: sc.Response.Namespaces,
 		NotFound: sc.Response.NotFound, Unavailable: sc.Response.Unavailable,
 		VoucherTypes: sc.VoucherTypes, VoucherMaxBytes: sc.VoucherMaxBytes,
+		TLS: sources.TLS{CAFile: sc.TLS.CAFile, CertFile: sc.TLS.CertFile, KeyFile: sc.TLS.KeyFile, ServerName: sc.TLS.ServerName},
 	}
 	if p := sc.Pagination; p != nil {
 		spec.Pagination = sources.Pagination{Style: p.Style, Size: p.Size, Next: p.Next, MaxPages: p.MaxPages}

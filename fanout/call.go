@@ -74,6 +74,12 @@ func (e *Engine) call(ctx context.Context, m Member, op aggregator.Operation, do
 			return outcome{outcome: aggregator.SkippedOpen, retryAfter: retryAfter, detail: openDetail(oe)}
 		}
 		callCtx, cancel := context.WithTimeout(ctx, m.Timeout)
+		if e.opts.Limiter != nil {
+			// Every page after a lookup's first spends the budget too (SPEC 8).
+			callCtx = sources.WithPageGate(callCtx, func(ctx context.Context) error {
+				return e.opts.Limiter.Admit(ctx, source, remaining(ctx))
+			})
+		}
 		start := e.opts.Now()
 		status, pause, err := do(callCtx)
 		elapsed := e.opts.Now().Sub(start)
@@ -87,7 +93,17 @@ func (e *Engine) call(ctx context.Context, m Member, op aggregator.Operation, do
 		// Any answer that asked for a pause sets it (SPEC 4.2): a 429, a
 		// 503 with Retry-After, or an exhausted RateLimit quota on any
 		// status, a 4xx or an unreadable 2xx included.
-		if res.retryAfter > 0 && e.opts.Limiter != nil {
+		if errors.Is(res.err, sources.ErrTokenRefused) {
+			res.detail = "The portal's token endpoint refused the configured client credentials."
+		}
+		if res.outcome == aggregator.SkippedRateLimited {
+			// A page kept back by our own limiter: no pause of the portal's.
+			var le *ratelimit.LimitedError
+			if errors.As(res.err, &le) {
+				res.retryAfter = le.RetryAfter
+			}
+			res.detail = "The portal's rate limit kept a page of the answer from going."
+		} else if res.retryAfter > 0 && e.opts.Limiter != nil {
 			res.retryAfter = e.opts.Limiter.Pause(context.WithoutCancel(ctx), source, res.retryAfter)
 		}
 		if res.outcome == aggregator.Succeeded {

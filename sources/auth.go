@@ -1,7 +1,9 @@
 package sources
 
 import (
+	"errors"
 	"maps"
+	"net/url"
 	"slices"
 	"time"
 )
@@ -54,4 +56,26 @@ func (a Auth) clone() Auth {
 		a.Session = &s
 	}
 	return a
+}
+
+// compileAuth checks the source's auth and prepares its state.
+func (s *Source) compileAuth() error {
+	a := s.spec.Auth
+	if a.OAuth2 != nil && a.Session != nil {
+		return errors.New("auth: at most one of oauth2 and session")
+	}
+	if o := a.OAuth2; o != nil {
+		u, err := url.Parse(o.TokenURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return errors.New("auth.oauth2.token_url: must be an absolute http or https URL")
+		}
+		if o.ClientID == "" {
+			return errors.New("auth.oauth2.client_id: required")
+		}
+		s.tokens = newTokens(o, s.client, s.now)
+	}
+	if a.Session != nil {
+		return s.compileSession()
+	}
+	return nil
 }

@@ -14,7 +14,8 @@ const (
 type Pagination struct {
 	// Style is page, offset, cursor or link; empty means one page.
 	Style string
-	// Start is the first {page} (default 1) or {offset} (default 0).
+	// Start is the first {page} or {offset}, as given: the configuration
+	// supplies the defaults (1 for page, 0 for offset).
 	Start int
 	// Size is {size}: the page size, by which offset advances.
 	Size int

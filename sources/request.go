@@ -285,6 +285,9 @@ func (r *request) build(ctx context.Context, v *values, h http.Header, host stri
 	if err != nil {
 		return nil, err
 	}
+	if v.next != "" {
+		u = v.next
+	}
 	var body io.Reader
 	if r.bodyType != "" {
 		text, err := r.body.expand(v)

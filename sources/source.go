@@ -6,8 +6,13 @@
 // portal's back-off signals (Retry-After, RateLimit), and normalises
 // amounts, dates and statuses (SPEC 3.1).
 //
-// A Source knows nothing of breakers, rate limiters or retries: it makes
-// exactly one call per method call and reports what happened.
+// A Source knows nothing of breakers, rate limiters or retries: each
+// method call is one call as the breaker sees it, and reports what
+// happened. That call may be several requests (SPEC 8): the pages of a
+// paginated lookup (each after the first admitted by the page gate the
+// caller put in the context, see WithPageGate), an OAuth2 token or a
+// session page fetched first, and one repetition after the portal refused
+// a token or a session.
 package sources
 
 import (
@@ -102,6 +107,9 @@ type Spec struct {
 	VoucherTypes []string
 	// VoucherMaxBytes bounds a voucher; 0 is DefaultVoucherMaxBytes.
 	VoucherMaxBytes int64
+	// TLS, when set, gives the source a transport of its own: a private
+	// CA, a client certificate, a server name.
+	TLS TLS
 }
 
 // Source calls one portal. It is safe for concurrent use.
@@ -117,6 +125,10 @@ type Source struct {
 	vouchers voucherPolicy
 	mapping  mapping
 	buffers  sync.Pool // of *[]byte, for lookup answers
+	base     *url.URL  // the base URL, whose origin is the source's
+	next     *selector // pagination.next, compiled; nil when not set
+	tokens   *tokens   // OAuth2; nil without
+	sessions *sessions // a session page; nil without
 }
 
 // operation is a compiled OperationSpec.
@@ -182,9 +194,17 @@ func New(spec Spec, client *http.Client, now func() time.Time) (*Source, error) 
 		fail("base_url: must be an absolute http or https URL")
 	default:
 		own.CheckRedirect = checkRedirect(base)
+		s.base = base
 	}
 	if own.CheckRedirect == nil {
 		own.CheckRedirect = func(*http.Request, []*http.Request) error { return errForeignRedirect }
+	}
+	if !spec.TLS.IsZero() {
+		if tr, err := spec.TLS.transport(client.Transport); err != nil {
+			errs = append(errs, err)
+		} else {
+			own.Transport = tr
+		}
 	}
 	if len(spec.Operations) == 0 {
 		fail("operations: none configured")
@@ -220,6 +240,12 @@ func New(spec Spec, client *http.Client, now func() time.Time) (*Source, error) 
 
 	s.mapping, err = compileMapping(spec)
 	if err != nil {
+		errs = append(errs, err)
+	}
+	if err := s.compilePagination(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := s.compileAuth(); err != nil {
 		errs = append(errs, err)
 	}
 	if s.ops[opIndex(aggregator.Voucher)] != nil {
@@ -378,6 +404,9 @@ func (s *Source) Lookup(ctx context.Context, q aggregator.Query) (Answer, error)
 	}
 	var v values
 	v.p[paramDomain], v.p[paramID], v.p[paramIDKind] = q.Domain, q.ID, string(q.IDKind)
+	if s.spec.Pagination.Style != "" {
+		return s.lookupPages(ctx, s.ops[opIndex(op)], &v)
+	}
 	resp, err := s.do(ctx, s.ops[opIndex(op)], &v, s.lookupH)
 	if err != nil {
 		return Answer{}, err
@@ -395,7 +424,7 @@ func (s *Source) Lookup(ctx context.Context, q aggregator.Query) (Answer, error)
 		}
 		return Answer{Pause: pause}, nil
 	case code >= 200 && code < 300:
-		infractions, err := s.read(ctx, resp, pause)
+		infractions, _, err := s.readPage(ctx, resp, pause)
 		if err != nil {
 			return Answer{}, err
 		}
@@ -448,38 +477,68 @@ func (s *Source) Voucher(ctx context.Context, infractionID string) (*Voucher, er
 	return nil, statusError(code, pause)
 }
 
-// do sends one request of operation o. A failure to get an answer comes
-// back as *Error.
+// do sends one request of operation o, authenticated as the source's auth
+// says: a portal's 401 to an OAuth2 token drops it, and a 401, a 403 or
+// the session page again (to a lookup) ends the session; either way the
+// request is repeated once, with a fresh token or session. A failure to get an answer comes back as *Error.
 func (s *Source) do(ctx context.Context, o *operation, v *values, h http.Header) (*http.Response, error) {
-	req, err := o.build(ctx, v, h, s.host)
-	if err != nil {
-		return nil, &Error{Outcome: aggregator.Rejected, Err: fmt.Errorf("building the request: %w", err)}
-	}
-	resp, err := s.client.Do(req)
-	if err != nil {
-		e := transportError(ctx, err)
-		if resp != nil && e.Outcome == aggregator.Unreadable {
-			e.Status = resp.StatusCode // the redirect not followed
+	for retried := false; ; retried = true {
+		var gen uint64
+		if s.sessions != nil {
+			values, g, err := s.sessions.get(ctx, s)
+			if err != nil {
+				return nil, err
+			}
+			v.session, gen = values, g
 		}
-		return nil, e
+		req, err := o.build(ctx, v, h, s.host)
+		if err != nil {
+			return nil, &Error{Outcome: aggregator.Rejected, Err: fmt.Errorf("building the request: %w", err)}
+		}
+		var token string
+		if s.tokens != nil {
+			if token, err = s.tokens.get(ctx); err != nil {
+				return nil, err
+			}
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := s.client.Do(req)
+		if err != nil {
+			e := transportError(ctx, err)
+			if resp != nil && e.Outcome == aggregator.Unreadable {
+				e.Status = resp.StatusCode // the redirect not followed
+			}
+			return nil, e
+		}
+		code := resp.StatusCode
+		switch {
+		case retried:
+			return resp, nil
+		case s.tokens != nil && code == http.StatusUnauthorized:
+			s.tokens.drop(token)
+		case s.sessions != nil && (code == http.StatusUnauthorized || code == http.StatusForbidden ||
+			code >= 200 && code < 300 && o != s.ops[opIndex(aggregator.Voucher)] && s.sessions.isSessionPage(ctx, s, resp)):
+			s.sessions.drop(gen)
+		default:
+			return resp, nil
+		}
+		drain(resp.Body)
+		resp.Body.Close()
 	}
-	return resp, nil
 }
 
-// read reads and maps a 2xx lookup answer, at most maxBytes of it.
-func (s *Source) read(ctx context.Context, resp *http.Response, pause time.Duration) ([]aggregator.Infraction, error) {
+// readPage reads and maps a 2xx lookup answer, at most maxBytes of it,
+// and reads the next cursor or URL when pagination.next is set.
+func (s *Source) readPage(ctx context.Context, resp *http.Response, pause time.Duration) (_ []aggregator.Infraction, next string, err error) {
 	if resp.ContentLength > s.maxBytes {
-		return nil, unreadable(resp.StatusCode, pause, fmt.Errorf("answer larger than %d bytes", s.maxBytes))
+		return nil, "", unreadable(resp.StatusCode, pause, fmt.Errorf("answer larger than %d bytes", s.maxBytes))
 	}
 	buf := s.buffer()
 	defer s.release(buf)
 	if n := resp.ContentLength; n > 0 && int64(cap(*buf)) <= n {
 		*buf = make([]byte, 0, n+1) // room to see the EOF without growing
 	}
-	var (
-		over bool
-		err  error
-	)
+	var over bool
 	*buf, over, err = readLimited(resp.Body, (*buf)[:0], s.maxBytes)
 	switch {
 	case err != nil:
@@ -487,15 +546,22 @@ func (s *Source) read(ctx context.Context, resp *http.Response, pause time.Durat
 		// an answer of the portal.
 		e := transportError(ctx, err)
 		e.Pause = pause
-		return nil, e
+		return nil, "", e
 	case over:
-		return nil, unreadable(resp.StatusCode, pause, fmt.Errorf("answer larger than %d bytes", s.maxBytes))
+		return nil, "", unreadable(resp.StatusCode, pause, fmt.Errorf("answer larger than %d bytes", s.maxBytes))
 	}
 	infractions, err := s.mapping.read(ctx, *buf, resp.Header.Get("Content-Type"))
 	if err != nil {
-		return nil, answerError(ctx, resp.StatusCode, pause, err)
+		return nil, "", answerError(ctx, resp.StatusCode, pause, err)
 	}
-	return infractions, nil
+	if s.next != nil {
+		d, err := parseDocument(ctx, s.mapping.format, s.mapping.charset, *buf, resp.Header.Get("Content-Type"))
+		if err != nil {
+			return nil, "", answerError(ctx, resp.StatusCode, pause, err)
+		}
+		next, _ = d.first(*s.next)
+	}
+	return infractions, next, nil
 }
 
 // buffer takes a body buffer from the source's pool.

@@ -64,6 +64,9 @@ type values struct {
 	p [numParams]string
 	// session holds the values a session page gave, by name.
 	session map[string]string
+	// next, when set, is the URL of the request instead of the
+	// operation's own (a link-style next page, already checked).
+	next string
 }
 
 // get is the value of part p.
