@@ -220,16 +220,6 @@ func (t *template) append(u template) {
 	}
 }
 
-// static reports whether t has no placeholder.
-func (t *template) static() bool {
-	for _, p := range t.parts {
-		if p.param != paramNone {
-			return false
-		}
-	}
-	return true
-}
-
 // expand writes t for v, escaping each value for where it lands.
 func (t *template) expand(v *values) (string, error) {
 	if len(t.parts) == 1 && t.parts[0].param == paramNone {
