@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -13,11 +14,12 @@ import (
 	redisstore "github.com/multas/aggregator/store/redis"
 )
 
-// shared connects the replica to Redis when store.redis_url is set: breaker
+// shared connects the replica to Redis when the store block names one
+// (redis_url, cluster or sentinel): breaker
 // state, rate-limit state and events are then shared by every replica,
 // with local state taking over while Redis is unreachable.
 func (a *App) shared(cfg *config.Config, opts *Options) error {
-	if cfg.Store.RedisURL == "" {
+	if !cfg.Store.Shared() {
 		return nil
 	}
 	client, err := a.redis(cfg)
@@ -26,7 +28,7 @@ func (a *App) shared(cfg *config.Config, opts *Options) error {
 	}
 	stores := redisstore.New(client, redisstore.Options{
 		Prefix:  cfg.Store.KeyPrefix,
-		Timeout: redisstore.DefaultTimeout,
+		Timeout: time.Duration(cfg.Store.Timeout),
 		Logger:  opts.Logger,
 		// The hooks run on the stores' goroutines, possibly before New
 		// has finished: they reach the replica through atomic pointers.
@@ -60,11 +62,20 @@ func (a *App) redis(cfg *config.Config) (redis.UniversalClient, error) {
 	if a.redisClient != nil {
 		return a.redisClient, nil
 	}
-	ro, err := redisstore.ClientOptions(cfg.Store.RedisURL, redisstore.DefaultTimeout)
+	tc, err := cfg.Store.TLSConfig()
 	if err != nil {
-		return nil, fmt.Errorf("store.redis_url: %w", err)
+		return nil, err
 	}
-	a.redisClient = redis.NewClient(ro)
+	client, err := redisstore.NewClient(redisstore.Connection{
+		URL: cfg.Store.RedisURL, ClusterAddrs: cfg.Store.Cluster.Addrs,
+		SentinelMaster: cfg.Store.Sentinel.Master, SentinelAddrs: cfg.Store.Sentinel.Addrs,
+		Username: cfg.Store.Username, Password: cfg.Store.Password, TLS: tc,
+		PoolSize: cfg.Store.PoolSize, Timeout: time.Duration(cfg.Store.Timeout),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: %w", err)
+	}
+	a.redisClient = client
 	a.closers = append(a.closers, a.redisClient.Close)
 	return a.redisClient, nil
 }
