@@ -111,3 +111,9 @@ func (a *App) ready(ctx context.Context) error {
 	}
 	return err
 }
+
+// StoreDegraded reports whether the replica decides on local state because
+// its Redis cannot be reached; false without a Redis.
+func (a *App) StoreDegraded() bool {
+	return a.stores != nil && a.stores.Degraded()
+}
