@@ -123,7 +123,9 @@ func New(cfg *config.Config, opts Options) (*App, error) {
 	a.Metrics = m
 	a.Limiter = ratelimit.New(opts.LimitStore, opts.Now)
 
-	client := &http.Client{Transport: opts.Transport}
+	// No request reaches a portal unseen: the transport's own replays
+	// are refused (transport.go).
+	client := &http.Client{Transport: NoReplay(opts.Transport)}
 	members := make([]fanout.Member, 0, len(cfg.Sources))
 	for _, sc := range cfg.Sources {
 		src, err := sources.New(sourceSpec(sc), client, opts.Now)
