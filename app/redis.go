@@ -90,15 +90,18 @@ func (a *App) publish() {
 }
 
 // adoptShared applies breaker settings an operator shared through the
-// admin API before this replica started.
+// admin API before this replica started, read in one round trip: a Redis
+// that does not answer delays start-up by one store timeout at most.
 func (a *App) adoptShared(ctx context.Context) {
 	if a.stores == nil {
 		return
 	}
-	for _, id := range a.Breakers.IDs() {
-		if s, ok, err := a.stores.Breakers.SharedSettings(ctx, id); err == nil && ok {
-			a.Breakers.SetSettings(id, s)
-		}
+	all, err := a.stores.Breakers.LoadSettings(ctx, a.Breakers.IDs())
+	if err != nil {
+		return // the stores are degraded: local state, configured settings
+	}
+	for id, s := range all {
+		a.Breakers.SetSettings(id, s)
 	}
 }
 

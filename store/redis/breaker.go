@@ -430,3 +430,30 @@ func minTime(a, b time.Time) time.Time {
 	}
 	return b
 }
+
+// toLocal seeds the local fallback with what this replica knows of each
+// breaker, as the stores degrade: a breaker known open stays open.
+func (b *BreakerStore) toLocal() {
+	now := time.Now()
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	for id, e := range b.entries {
+		e.mu.Lock()
+		st, retry, s := e.state, e.retry, e.settings
+		e.mu.Unlock()
+		switch st {
+		case breaker.Open:
+			b.local.Seed(id, s, st, now, retry, now)
+		case breaker.ForcedOpen, breaker.HalfOpen:
+			b.local.Seed(id, s, st, now, time.Time{}, now)
+		}
+	}
+}
+
+// reconcile prepares the return to shared state: invalidations may have
+// been lost meanwhile, so what was remembered is read again.
+func (b *BreakerStore) reconcile(context.Context) bool {
+	b.forget()
+	b.st.Limits.forget()
+	return true
+}

@@ -5,8 +5,11 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/multas/aggregator/breaker"
 )
@@ -67,25 +70,53 @@ func (b *BreakerStore) ShareSettings(ctx context.Context, id breaker.ID, s break
 	return nil
 }
 
-// SharedSettings returns the run-time settings last shared for id, if any,
-// for a replica that starts after an operator changed them. Contents that
-// do not parse are no settings.
+// SharedSettings returns the run-time settings last shared for id, if any.
+// Contents that do not parse are no settings.
 func (b *BreakerStore) SharedSettings(ctx context.Context, id breaker.ID) (breaker.Settings, bool, error) {
-	ctx, cancel := b.st.callCtx(ctx)
-	defer cancel()
-	res, err := getScript.Run(ctx, b.st.client, []string{b.settingsKey(id)}).Result()
+	all, err := b.LoadSettings(ctx, []breaker.ID{id})
 	if err != nil {
-		if isNil(err) {
-			return breaker.Settings{}, false, nil
+		return breaker.Settings{}, false, err
+	}
+	s, ok := all[id]
+	return s, ok, nil
+}
+
+// LoadSettings returns the run-time settings last shared for each of ids
+// that has some, for a replica that starts after an operator changed
+// them: one pipelined round trip, bounded by the store timeout, however
+// many breakers (a Redis that does not answer costs start-up one timeout,
+// and the stores start degraded). Contents that do not parse, or a key of
+// another type, are no settings.
+func (b *BreakerStore) LoadSettings(ctx context.Context, ids []breaker.ID) (map[breaker.ID]breaker.Settings, error) {
+	out := make(map[breaker.ID]breaker.Settings, len(ids))
+	if len(ids) == 0 {
+		return out, nil
+	}
+	cctx, cancel := b.st.callCtx(ctx)
+	defer cancel()
+	pipe := b.st.client.Pipeline()
+	cmds := make([]*redis.StringCmd, len(ids))
+	for i, id := range ids {
+		cmds[i] = pipe.Get(cctx, b.settingsKey(id))
+	}
+	_, _ = pipe.Exec(cctx)
+	for i, cmd := range cmds {
+		body, err := cmd.Result()
+		var reply redis.Error
+		switch {
+		case isNil(err) || errors.As(err, &reply):
+			continue // none, or not a string (WRONGTYPE): no settings
+		case err != nil:
+			b.st.failed(ctx, err)
+			return nil, fmt.Errorf("reading the shared breaker settings: %w", err)
 		}
-		return breaker.Settings{}, false, fmt.Errorf("reading the settings of breaker %s: %w", id, err)
+		var s sharedSettings
+		if json.Unmarshal([]byte(body), &s) != nil {
+			continue
+		}
+		out[ids[i]] = s.settings()
 	}
-	body, _ := res.(string)
-	var s sharedSettings
-	if json.Unmarshal([]byte(body), &s) != nil {
-		return breaker.Settings{}, false, nil
-	}
-	return s.settings(), true, nil
+	return out, nil
 }
 
 func newReplicaID() string {

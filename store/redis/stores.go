@@ -36,14 +36,15 @@ import (
 //
 // DefaultTimeout is short next to a portal call, yet long enough that a
 // busy replica's own scheduling delay (a burst of queries on few CPUs) is
-// not taken for a slow Redis: each timeout puts the replica on local state
-// for a HealthInterval at least, without the fleet-wide guarantees. A
-// Redis that is really gone costs it once per outage: a degraded store
-// stops calling Redis until the health check finds it again.
+// not taken for a slow Redis. A Redis that is really gone costs it once
+// per outage: a degraded store stops calling Redis until the health check
+// has seen it answer steadily for DefaultStableFor.
 const (
 	DefaultPrefix         = "aggregator:"
 	DefaultTimeout        = 250 * time.Millisecond
-	DefaultHealthInterval = time.Second
+	DefaultHealthInterval = 100 * time.Millisecond
+	DefaultMaxHealthWait  = 5 * time.Second
+	DefaultStableFor      = time.Second
 )
 
 // Options configure the stores; zero values are the documented defaults.
@@ -63,9 +64,15 @@ type Options struct {
 	// shared with BreakerStore.ShareSettings, to apply to this replica's
 	// breaker.Set.
 	OnSettings func(breaker.ID, breaker.Settings)
-	// HealthInterval is how often a degraded store checks whether Redis is
-	// back; DefaultHealthInterval when zero.
+	// HealthInterval is the first wait of a degraded store before it
+	// checks whether Redis is back; the waits grow exponentially, with
+	// jitter, up to MaxHealthWait. Defaults when zero.
 	HealthInterval time.Duration
+	MaxHealthWait  time.Duration
+	// StableFor is how long Redis must answer every check before the
+	// stores use shared state again (DefaultStableFor when zero): a Redis
+	// that comes and goes does not make the replica flap.
+	StableFor time.Duration
 }
 
 // Stores are the shared stores of one replica, over one Redis client.
@@ -83,7 +90,8 @@ type Stores struct {
 	replica string // tells this replica's own messages apart
 
 	degraded atomic.Bool
-	mu       sync.Mutex // serialises changes of degraded and OnDegraded
+	mu       sync.Mutex    // serialises changes of degraded and OnDegraded
+	wake     chan struct{} // tells the health check the stores degraded
 
 	stop   context.CancelFunc
 	done   sync.WaitGroup
@@ -109,7 +117,14 @@ func New(client redis.UniversalClient, opts Options) *Stores {
 	if opts.HealthInterval <= 0 {
 		opts.HealthInterval = DefaultHealthInterval
 	}
-	s := &Stores{client: client, opts: opts, channel: opts.Prefix + "events", replica: newReplicaID()}
+	if opts.MaxHealthWait <= 0 {
+		opts.MaxHealthWait = DefaultMaxHealthWait
+	}
+	if opts.StableFor <= 0 {
+		opts.StableFor = DefaultStableFor
+	}
+	s := &Stores{client: client, opts: opts, channel: opts.Prefix + "events", replica: newReplicaID(),
+		wake: make(chan struct{}, 1)}
 	s.Breakers = newBreakerStore(s)
 	s.Limits = newLimitStore(s)
 	s.Events = newEventLog(s)
@@ -169,7 +184,7 @@ func (s *Stores) Ping(ctx context.Context) error {
 	case err != nil:
 		return fmt.Errorf("redis store: %w", err)
 	case s.Degraded():
-		return fmt.Errorf("%w: Redis answers again, shared state resumes within %s", ErrDegraded, s.opts.HealthInterval)
+		return fmt.Errorf("%w: Redis answers again, shared state resumes once it has for %s", ErrDegraded, s.opts.StableFor)
 	}
 	return nil
 }
@@ -190,70 +205,11 @@ func (s *Stores) callCtx(ctx context.Context) (context.Context, context.CancelFu
 	return context.WithTimeout(ctx, s.opts.Timeout)
 }
 
-// failed records that a Redis call failed: the stores go on locally. An
-// error of the caller's own context says nothing of Redis.
-func (s *Stores) failed(ctx context.Context, err error) {
-	if ctx.Err() != nil {
-		return
-	}
-	s.setDegraded(true, err)
-}
-
-func (s *Stores) setDegraded(d bool, cause error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.degraded.Load() == d {
-		return
-	}
-	s.degraded.Store(d)
-	if !d {
-		// Invalidations may have been lost meanwhile. What was remembered
-		// is kept while degraded: a breaker known open stays open.
-		s.Breakers.forget()
-		s.Limits.forget()
-	}
-	if d {
-		s.opts.Logger.Error("redis store unreachable: deciding on local state until it is back",
-			"err", errString(cause))
-	} else {
-		s.opts.Logger.Info("redis store back: deciding on shared state again")
-	}
-	if s.opts.OnDegraded != nil {
-		s.opts.OnDegraded(d)
-	}
-}
-
 func errString(err error) string {
 	if err == nil {
 		return ""
 	}
 	return err.Error()
-}
-
-// health checks, while degraded, whether Redis answers again.
-func (s *Stores) health(ctx context.Context) {
-	defer s.done.Done()
-	t := time.NewTicker(s.opts.HealthInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		if !s.Degraded() {
-			continue
-		}
-		cctx, cancel := s.callCtx(ctx)
-		err := s.client.Ping(cctx).Err()
-		cancel()
-		if err != nil {
-			continue
-		}
-		if s.Events.flush(ctx) {
-			s.setDegraded(false, nil)
-		}
-	}
 }
 
 // message is what the breaker scripts publish when a breaker changes, the
@@ -276,15 +232,18 @@ type message struct {
 const pingEvery = 10 * time.Second
 
 // subscribe applies invalidations until ctx ends. After an error it tries
-// again no more than once per HealthInterval, so a Redis that is down costs
-// one attempt per interval; every (re)subscription drops what the breakers
-// remember, since invalidations may have been lost in between.
+// again with the health check's backoff, so a Redis that is down costs few
+// attempts; every (re)subscription drops what the breakers remember, since
+// invalidations may have been lost in between.
 func (s *Stores) subscribe(ctx context.Context) {
 	defer s.done.Done()
 	_ = s.pubsub.Subscribe(ctx, s.channel) // kept for reconnections even if it fails now
+	b := s.newBackoff()
 	for ctx.Err() == nil {
 		m, err := s.pubsub.ReceiveTimeout(ctx, pingEvery)
-		if err != nil {
+		if err == nil {
+			b.Reset()
+		} else {
 			if ctx.Err() != nil || errors.Is(err, redis.ErrClosed) {
 				return
 			}
@@ -298,7 +257,7 @@ func (s *Stores) subscribe(ctx context.Context) {
 			select {
 			case <-ctx.Done():
 				return
-			case <-time.After(s.opts.HealthInterval):
+			case <-time.After(b.NextBackOff()):
 			}
 			continue
 		}
