@@ -27,9 +27,10 @@ func (a *App) shared(cfg *config.Config, opts *Options) error {
 		return err
 	}
 	stores := redisstore.New(client, redisstore.Options{
-		Prefix:  cfg.Store.KeyPrefix,
-		Timeout: time.Duration(cfg.Store.Timeout),
-		Logger:  opts.Logger,
+		Prefix:        cfg.Store.KeyPrefix,
+		Timeout:       time.Duration(cfg.Store.Timeout),
+		FlushInterval: time.Duration(cfg.Store.FlushInterval),
+		Logger:        opts.Logger,
 		// The hooks run on the stores' goroutines, possibly before New
 		// has finished: they reach the replica through atomic pointers.
 		OnDegraded: func(degraded bool) {

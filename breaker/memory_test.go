@@ -118,3 +118,17 @@ func TestMemoryStoreSeed(t *testing.T) {
 		}
 	}
 }
+
+// One MemoryStore shared by every replica is the exact reference of the
+// fleet suite.
+func TestMemoryStoreFleet(t *testing.T) {
+	t.Parallel()
+	breakertest.RunFleet(t, func(_ *testing.T, n int) []breaker.Store {
+		m := breaker.NewMemoryStore()
+		out := make([]breaker.Store, n)
+		for i := range out {
+			out[i] = m
+		}
+		return out
+	})
+}

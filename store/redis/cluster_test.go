@@ -2,6 +2,7 @@ package redisstore_test
 
 import (
 	"testing"
+	"time"
 
 	"github.com/multas/aggregator/breaker"
 	"github.com/multas/aggregator/breaker/breakertest"
@@ -32,6 +33,22 @@ func TestSuitesOnCluster(t *testing.T) {
 	}
 	t.Run("breakers", func(t *testing.T) {
 		breakertest.Run(t, func(t *testing.T) breaker.Store { return stores(t).Breakers })
+	})
+	t.Run("fleet", func(t *testing.T) {
+		breakertest.RunFleet(t, func(t *testing.T, n int) []breaker.Store {
+			prefix := redistest.ClusterPrefix(t, c, "aggtest:")
+			out := make([]breaker.Store, n)
+			for i := range out {
+				cl, err := redisstore.NewClient(redisstore.Connection{ClusterAddrs: addrs, Timeout: suiteTimeout})
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { _ = cl.Close() })
+				s := newStores(t, cl, redisstore.Options{Prefix: prefix, Timeout: suiteTimeout, FlushInterval: time.Hour})
+				out[i] = flusher{s.Breakers, s}
+			}
+			return out
+		})
 	})
 	t.Run("limits", func(t *testing.T) {
 		ratelimittest.Run(t, func(t *testing.T) ratelimit.Store { return stores(t).Limits })

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/multas/aggregator/breaker"
 )
@@ -37,7 +38,18 @@ func (s *Stores) failed(ctx context.Context, err error) {
 	if ctx.Err() != nil {
 		return
 	}
+	s.reload()
 	s.setDegraded(true, err)
+}
+
+// reload has a Cluster client read the cluster's slots again: a failed
+// call may be a primary gone and a replica promoted in its place, which
+// go-redis learns only from a MOVED reply or once a minute, and a call
+// to a dead node ends with our timeout, not a MOVED.
+func (s *Stores) reload() {
+	if c, ok := s.client.(*redis.ClusterClient); ok {
+		c.ReloadState(context.Background())
+	}
 }
 
 // setDegraded changes between shared and local state, once each way: the
@@ -110,11 +122,10 @@ func (s *Stores) health(ctx context.Context) {
 				return
 			case <-time.After(wait):
 			}
-			cctx, cancel := s.callCtx(ctx)
-			err := s.client.Ping(cctx).Err()
-			cancel()
+			err := s.check(ctx)
 			switch {
 			case err != nil:
+				s.reload()
 				since = time.Time{}
 			case since.IsZero():
 				since = time.Now()
@@ -137,4 +148,23 @@ func (s *Stores) recover(ctx context.Context) bool {
 		return false
 	}
 	return s.Breakers.reconcile(ctx)
+}
+
+// check asks Redis for what the stores use: the slots of their breakers,
+// each routed to the node that serves it (on a Cluster, a PING goes to
+// every node the client knows, a dead primary too, long after a failover
+// has replaced it), or a PING before any breaker is used.
+func (s *Stores) check(ctx context.Context) error {
+	cctx, cancel := s.callCtx(ctx)
+	defer cancel()
+	keys := s.Breakers.keys()
+	if len(keys) == 0 {
+		return s.client.Ping(cctx).Err()
+	}
+	pipe := s.client.Pipeline()
+	for _, k := range keys {
+		pipe.Exists(cctx, k)
+	}
+	_, err := pipe.Exec(cctx)
+	return err
 }

@@ -1,17 +1,20 @@
 // Package redisstore shares the state that decides whether a portal is
 // called (breakers, rate-limit budgets and pauses, transition events) among
-// every replica, through Redis.
+// every replica, through Redis: standalone, Sentinel or Cluster (NewClient).
 //
-// Every decision about one breaker or one budget is a Lua script of ours,
-// run atomically by Redis in one round trip, on the caller's clock (the time
-// is an argument; Redis TIME is never read). All the keys of one breaker
-// share a hash tag, so the design works on Redis Cluster.
+// Every change of one breaker or one budget is a Lua script of ours, run
+// atomically by Redis, on the caller's clock (the time is an argument;
+// Redis TIME is never read). All the keys a script touches share a hash
+// tag, so the design works on Redis Cluster. A call through a closed
+// breaker costs no round trip: each replica decides from its view of the
+// shared state and sends its outcome counts in batches (BreakerStore).
 //
 // Redis failing is not the service failing: every call is bounded by a short
 // timeout, and on an error the stores go on with state of their own in this
-// process (breaker.MemoryStore, ratelimit.MemoryStore) until a background
-// check finds Redis again. The change is reported once each way, through
-// Options.OnDegraded and the logger, never per call.
+// process (breaker.MemoryStore, ratelimit.MemoryStore), starting from what
+// they knew of the shared one, until Redis has answered steadily again. The
+// change is reported once each way (Options.OnDegraded, the logger and a
+// store event), never per call.
 package redisstore
 
 import (
@@ -64,6 +67,13 @@ type Options struct {
 	// shared with BreakerStore.ShareSettings, to apply to this replica's
 	// breaker.Set.
 	OnSettings func(breaker.ID, breaker.Settings)
+	// FlushInterval is how often a replica sends its pending outcome
+	// counts (store.flush_interval); DefaultFlushInterval when zero.
+	FlushInterval time.Duration
+	// RefreshInterval is how often a replica reads every breaker it uses
+	// again, should a change have been missed, and writes back those
+	// Redis lost; DefaultRefreshInterval when zero.
+	RefreshInterval time.Duration
 	// HealthInterval is the first wait of a degraded store before it
 	// checks whether Redis is back; the waits grow exponentially, with
 	// jitter, up to MaxHealthWait. Defaults when zero.
@@ -123,6 +133,12 @@ func New(client redis.UniversalClient, opts Options) *Stores {
 	if opts.StableFor <= 0 {
 		opts.StableFor = DefaultStableFor
 	}
+	if opts.FlushInterval <= 0 {
+		opts.FlushInterval = DefaultFlushInterval
+	}
+	if opts.RefreshInterval <= 0 {
+		opts.RefreshInterval = DefaultRefreshInterval
+	}
 	s := &Stores{client: client, opts: opts, channel: opts.Prefix + "events", replica: newReplicaID(),
 		wake: make(chan struct{}, 1)}
 	s.Breakers = newBreakerStore(s)
@@ -135,9 +151,10 @@ func New(client redis.UniversalClient, opts Options) *Stores {
 	// Redis. The subscriber subscribes, and the client resubscribes after
 	// every reconnection.
 	s.pubsub = client.Subscribe(ctx)
-	s.done.Add(2)
+	s.done.Add(3)
 	go s.subscribe(ctx)
 	go s.health(ctx)
+	go s.Breakers.loop(ctx)
 	return s
 }
 
@@ -172,9 +189,7 @@ var ErrDegraded = errors.New("redis store degraded: deciding on local state")
 // Ping checks Redis now, within ctx and the store timeout, for /readyz. Its
 // error wraps ErrDegraded while the stores are on local state.
 func (s *Stores) Ping(ctx context.Context) error {
-	cctx, cancel := s.callCtx(ctx)
-	defer cancel()
-	err := s.client.Ping(cctx).Err()
+	err := s.check(ctx)
 	if err != nil {
 		s.failed(ctx, err)
 	}
@@ -196,6 +211,9 @@ func (s *Stores) Close() error {
 		s.stop()
 		_ = s.pubsub.Close()
 		s.done.Wait()
+		if !s.Degraded() {
+			s.Breakers.sync(context.Background(), false) // the last counts
+		}
 	})
 	return nil
 }
@@ -220,8 +238,15 @@ type message struct {
 	Pause     string `json:"p,omitempty"`
 	Key       string `json:"k"`
 	Operation string `json:"o"`
-	// Ver is the breaker's version after the change (breaker scripts).
-	Ver string `json:"v,omitempty"`
+	// Ver is the breaker's version after the change (breaker scripts),
+	// followed by the breaker as it stands (a replica's new view).
+	Ver        string `json:"v,omitempty"`
+	State      string `json:"st,omitempty"`
+	Gen        string `json:"g,omitempty"`
+	Since      string `json:"sn,omitempty"`
+	OpenUntil  string `json:"ou,omitempty"`
+	ProbeUntil string `json:"pu,omitempty"`
+	OpenTotal  string `json:"ot,omitempty"`
 	// Settings are shared settings, from replica Replica.
 	Settings *sharedSettings `json:"s,omitempty"`
 	Replica  string          `json:"r,omitempty"`
@@ -269,7 +294,7 @@ func (s *Stores) receive(m any) {
 	switch m := m.(type) {
 	case *redis.Subscription:
 		// (Re)subscribed: what was published meanwhile is lost.
-		s.Breakers.forget()
+		s.Breakers.refreshSoon()
 		s.Limits.forget()
 	case *redis.Message:
 		var msg message
@@ -290,7 +315,7 @@ func (s *Stores) receive(m any) {
 			}
 			return
 		}
-		s.Breakers.invalidate(id, parseInt(msg.Ver))
+		s.Breakers.onMessage(id, msg)
 	}
 }
 
@@ -308,4 +333,16 @@ func lua(names ...string) *redis.Script {
 		src = append(src, '\n')
 	}
 	return redis.NewScript(string(src))
+}
+
+// Flush sends this replica's pending outcome counts now, in one round
+// trip, as the background loop does every FlushInterval.
+func (s *Stores) Flush(ctx context.Context) error {
+	if s.Degraded() {
+		return ErrDegraded
+	}
+	if !s.Breakers.sync(ctx, false) {
+		return fmt.Errorf("%w: the flush failed", ErrDegraded)
+	}
+	return nil
 }

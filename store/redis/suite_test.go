@@ -1,8 +1,11 @@
 package redisstore_test
 
 import (
+	"context"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/multas/aggregator/breaker"
 	"github.com/multas/aggregator/breaker/breakertest"
@@ -42,3 +45,32 @@ func TestLimitStoreSuite(t *testing.T) {
 		return s.Limits
 	})
 }
+
+func TestBreakerStoreFleetSuite(t *testing.T) {
+	t.Parallel()
+	breakertest.RunFleet(t, func(t *testing.T, n int) []breaker.Store {
+		base := testClient(t)
+		prefix := testPrefix(t, base)
+		out := make([]breaker.Store, n)
+		for i := range out {
+			o, err := redisstore.ClientOptions(testURL(), suiteTimeout)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := redis.NewClient(o)
+			t.Cleanup(func() { _ = c.Close() })
+			// Flushes when the suite says, so that its bounds are exact.
+			s := newStores(t, c, redisstore.Options{Prefix: prefix, Timeout: suiteTimeout, FlushInterval: time.Hour})
+			out[i] = flusher{s.Breakers, s}
+		}
+		return out
+	})
+}
+
+// flusher is a replica's breaker store with its Stores' Flush.
+type flusher struct {
+	*redisstore.BreakerStore
+	stores *redisstore.Stores
+}
+
+func (f flusher) Flush(ctx context.Context) error { return f.stores.Flush(ctx) }

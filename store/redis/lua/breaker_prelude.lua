@@ -9,7 +9,17 @@
 -- ARGV[4]  failure_ratio          ARGV[5]  consecutive_failures (0 = off)
 -- ARGV[6]  open_for               ARGV[7]  probe lease
 -- ARGV[8]  invalidation channel   ARGV[9]  breaker key   ARGV[10] operation
--- ARGV[11...] the script's own arguments
+-- ARGV[11..17] the caller's view of the breaker (its seed): state, gen,
+--          ver, since, open_until, probe_until, open time before since;
+--          state '' when it has none
+-- ARGV[18...] the script's own arguments
+--
+-- No amnesia (SPEC 11): when the hash is gone (FLUSHALL, a restart, a
+-- failover that lost writes) or holds an older generation than the
+-- caller's view, the view is written back, so that a breaker the fleet
+-- knows open stays open; of two views of one generation, the later
+-- open_until wins. A generation only grows in Redis, and views are read
+-- from it: a view ahead of Redis means Redis lost what it had.
 --
 -- Hash fields:
 --   st     state: closed, open, half_open or forced_open
@@ -66,7 +76,7 @@ local WINDOW = { 'bp', 'wi', 'wc', 'wf' }
 local BUCKETS = { 'b0', 'b1', 'b2', 'b3', 'b4', 'b5', 'b6', 'b7', 'b8', 'b9' }
 local VALID = { closed = true, open = true, half_open = true, forced_open = true }
 
-local raw, loaded, fresh = {}, {}, false
+local raw, loaded, fresh, restored = {}, {}, false, false
 local st, since, gen, ver, ou, pu, ot, cf = 'closed', now, 0, 0, 0, 0, 0, 0
 local last -- a transition made by this script
 
@@ -74,6 +84,30 @@ local dirty = false  -- the state fields must be written
 local clear = false  -- the window must be emptied
 local notify = false -- other replicas must drop what they cached
 local events = {}
+
+-- restore writes the caller's view back (see above) when Redis holds none
+-- or an older one. It runs once, at the first fetch.
+local seeded = false
+local function restore()
+  if seeded then return end
+  seeded = true
+  local sst = ARGV[11]
+  if not VALID[sst] then return end
+  local sgen = num(ARGV[12])
+  local cur = num(raw.gen)
+  if fresh and (sst ~= 'closed' or sgen > 0) or not fresh and sgen > cur then
+    raw = { st = sst, gen = ARGV[12], ver = I(math.max(num(ARGV[13]), num(raw.ver)) + 1), since = ARGV[14],
+      ou = ARGV[15], pu = ARGV[16], ot = ARGV[17], cf = '0', last = raw.last }
+    for _, f in ipairs(STATE) do loaded[f] = true end
+    for _, f in ipairs(WINDOW) do loaded[f] = true end
+    fresh, restored = false, true
+    dirty, clear, notify = true, true, true
+  elseif not fresh and sgen == cur and sst == 'open' and raw.st == 'open' and num(ARGV[15]) > num(raw.ou) then
+    raw.ou = ARGV[15] -- the latest open_until wins
+    raw.ver = I(num(raw.ver) + 1)
+    dirty, notify = true, true
+  end
+end
 
 -- fetch reads the named fields not read yet, then parses the state again:
 -- call it before changing anything. The first call must name 'st'.
@@ -99,6 +133,7 @@ local function fetch(names)
       redis.call('DEL', key) -- whatever is there without a state
       raw, fresh, dirty = {}, true, true
     end
+    restore()
   end
   st = raw.st or 'closed'
   since = num(raw.since)
@@ -192,6 +227,15 @@ local function save()
     end
   end
   if notify then
-    redis.call('PUBLISH', ARGV[8], cjson.encode({ k = ARGV[9], o = ARGV[10], v = I(ver) }))
+    -- The new state itself: replicas update their view without a read.
+    redis.call('PUBLISH', ARGV[8], cjson.encode({ k = ARGV[9], o = ARGV[10], v = I(ver), st = st, g = I(gen),
+      sn = I(since), ou = I(ou), pu = I(pu), ot = I(ot) }))
   end
+end
+
+-- reply is what every breaker script returns first: the transitions it
+-- made, then the breaker as it stands (the caller's new view), then the
+-- window's sums when known (-1 otherwise), then extra.
+local function reply(wc, wf, ...)
+  return { events, st, I(gen), I(ver), I(since), I(ou), I(pu), I(ot), I(cf), I(wc), I(wf), ... }
 end
