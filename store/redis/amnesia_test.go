@@ -12,6 +12,7 @@ import (
 
 	"github.com/multas/aggregator/breaker"
 	"github.com/multas/aggregator/breaker/breakertest"
+	"github.com/multas/aggregator/ratelimit"
 	redisstore "github.com/multas/aggregator/store/redis"
 )
 
@@ -128,5 +129,44 @@ func TestNoAmnesia(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A pause set through a replica outlives a FLUSHALL: the replica writes it
+// back when it reads it again, and the others see it.
+func TestPauseSurvivesFlushAll(t *testing.T) {
+	t.Parallel()
+	srv := startRedis(t, freePort(t))
+	ctx := context.Background()
+	var lims []*ratelimit.Limiter
+	for range 2 {
+		o, err := redisstore.ClientOptions(srv.url(), time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := redis.NewClient(o)
+		t.Cleanup(func() { _ = c.Close() })
+		st := newStores(t, c, redisstore.Options{Prefix: "agg:", Timeout: time.Second})
+		lim := ratelimit.New(st.Limits, nil)
+		lim.OnStoreError = func(err error) { t.Errorf("store error: %v", err) }
+		lim.Configure("caba", ratelimit.Settings{})
+		lims = append(lims, lim)
+	}
+	lims[0].Pause(ctx, "caba", time.Minute)
+	c := redis.NewClient(&redis.Options{Addr: srv.addr()})
+	defer c.Close()
+	if err := c.FlushAll(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(1100 * time.Millisecond) // what was read is read again
+	if d := lims[0].PausedFor(ctx, "caba"); d < 50*time.Second {
+		t.Errorf("the replica that set the pause sees %v left after the FLUSHALL, want about a minute", d)
+	}
+	deadline := time.Now().Add(2 * time.Second)
+	for lims[1].PausedFor(ctx, "caba") < 50*time.Second {
+		if time.Now().After(deadline) {
+			t.Fatal("the other replica does not see the pause written back")
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }

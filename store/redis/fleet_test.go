@@ -291,13 +291,19 @@ func TestFleetResetSeenAtOnce(t *testing.T) {
 	if err := rs[1].set.ForceOpen(context.Background(), caba); err != nil {
 		t.Fatal(err)
 	}
-	if call(t, rs[2].set, succeed) {
-		t.Fatal("a call went through a breaker forced open on another replica")
+	var deadline time.Time
+	// Published, not polled: seen within moments.
+	deadline = time.Now().Add(time.Second)
+	for call(t, rs[2].set, succeed) {
+		if time.Now().After(deadline) {
+			t.Fatal("calls still go a second after another replica forced the breaker open")
+		}
+		time.Sleep(time.Millisecond)
 	}
 	if err := rs[0].set.Reset(context.Background(), caba); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(time.Second)
+	deadline = time.Now().Add(time.Second)
 	for !call(t, rs[2].set, succeed) {
 		if time.Now().After(deadline) {
 			t.Fatal("replica 2 still refuses a second after the reset")

@@ -74,3 +74,20 @@ type flusher struct {
 }
 
 func (f flusher) Flush(ctx context.Context) error { return f.stores.Flush(ctx) }
+
+// Replicas on one Redis keep the fleet's budget, leasing tokens a flush
+// interval at a time: never more than one flush interval's worth over it.
+func TestLimitStoreFleetSuite(t *testing.T) {
+	t.Parallel()
+	const flush = 20 * time.Millisecond
+	ratelimittest.RunFleet(t, flush, func(t *testing.T, n int) []ratelimit.Store {
+		base := testClient(t)
+		prefix := testPrefix(t, base)
+		out := make([]ratelimit.Store, n)
+		for i := range out {
+			s := newStores(t, base, redisstore.Options{Prefix: prefix, Timeout: suiteTimeout, FlushInterval: flush})
+			out[i] = s.Limits
+		}
+		return out
+	})
+}
