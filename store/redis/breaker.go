@@ -32,7 +32,8 @@ var (
 // closed, a call costs no round trip (SPEC 11, "Cost"): Allow decides from
 // the view, and Done adds the verdict to the breaker's pending counts,
 // which the replica sends every FlushInterval, every breaker's in one
-// pipelined round trip. The trip is decided in Redis, on the fleet's
+// pipelined round trip (counts without a failure wait up to ten
+// intervals: successes never trip a breaker). The trip is decided in Redis, on the fleet's
 // counts, by the flush that reaches it, which publishes the open; a
 // replica whose own counts would trip the breaker flushes at once.
 // Everything else is exact fleet-wide and goes to Redis when it happens:

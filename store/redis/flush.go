@@ -91,20 +91,30 @@ func (b *BreakerStore) loop(ctx context.Context) {
 		if refresh {
 			last = time.Now()
 		}
-		b.sync(ctx, refresh)
+		b.sync(ctx, false, refresh)
 	}
 }
 
-// sync flushes the pending counts and, with refresh, reads every other
-// breaker (writing back those Redis lost). It reports whether Redis took it.
-func (b *BreakerStore) sync(ctx context.Context, refresh bool) bool {
+// successesEvery is how many flush intervals a breaker's pending counts may
+// wait when they hold no failure: successes never trip a breaker, and a
+// healthy fleet sends its counts ten times less often. A failure goes at
+// the next flush, with every success pending before it.
+const successesEvery = 10
+
+// sync flushes the pending counts (all of them with force) and, with
+// refresh, reads every other breaker (writing back those Redis lost). It
+// reports whether Redis took it.
+func (b *BreakerStore) sync(ctx context.Context, force, refresh bool) bool {
 	now := b.clock()
+	wall := time.Now()
+	late := successesEvery * b.st.opts.FlushInterval
 	var calls []scriptCall
 	b.each(func(e *entry) {
 		e.mu.Lock()
 		defer e.mu.Unlock()
 		switch {
-		case !e.p.empty():
+		case !e.p.empty() && (force || e.p.f > 0 || wall.Sub(e.flushed) >= late):
+			e.flushed = wall
 			calls = append(calls, scriptCall{flushScript, e, e.flushArgs(e.take())})
 		case refresh && e.args != nil:
 			calls = append(calls, scriptCall{peekScript, e, e.argv(now)})

@@ -59,11 +59,12 @@ type limitEntry struct {
 	// budget last refused a call: a budget only ever fills with time (the
 	// theoretical arrival time never goes back), so a call before it is
 	// refused without asking again.
-	empty  float64
-	gen    uint64 // bumped by every invalidation
-	known  bool   // until is what Redis holds
-	until  int64  // end of the pause, Unix µs; 0 none
-	readAt time.Time
+	empty   float64
+	gen     uint64 // bumped by every invalidation
+	known   bool   // until is what Redis holds
+	reading bool   // a caller reads it again
+	until   int64  // end of the pause, Unix µs; 0 none
+	readAt  time.Time
 }
 
 var _ ratelimit.Store = (*LimitStore)(nil)
@@ -199,16 +200,29 @@ func (l *LimitStore) PausedUntil(ctx context.Context, key string, now time.Time)
 	}
 	e := l.entry(key)
 	e.mu.Lock()
-	gen, known, until := e.gen, e.known && time.Since(e.readAt) < pauseCacheTTL, e.until
+	gen, until := e.gen, e.until
+	known := e.known && (time.Since(e.readAt) < pauseCacheTTL || e.reading)
+	if e.known && !known {
+		// Stale: this caller reads it again; the others meanwhile go
+		// on with what was read (pauses are published as they are set:
+		// the read again only covers a lost message).
+		e.reading = true
+	}
 	e.mu.Unlock()
 	if !known {
 		cctx, cancel := l.st.callCtx(ctx)
 		res, err := getScript.Run(cctx, l.st.client, []string{e.pause}).Text()
 		cancel()
 		if err != nil && !isNil(err) {
+			e.mu.Lock()
+			e.reading = false
+			e.mu.Unlock()
 			l.st.failed(ctx, err)
 			return l.local.PausedUntil(ctx, key, now)
 		}
+		e.mu.Lock()
+		e.reading = false
+		e.mu.Unlock()
 		until, _ = strconv.ParseInt(res, 10, 64) // garbage is no pause
 		if lu, _ := l.local.PausedUntil(ctx, key, now); !lu.IsZero() && lu.UnixMicro() > until {
 			// A pause this replica set, which Redis lost (a restart,

@@ -212,7 +212,7 @@ func (s *Stores) Close() error {
 		_ = s.pubsub.Close()
 		s.done.Wait()
 		if !s.Degraded() {
-			s.Breakers.sync(context.Background(), false) // the last counts
+			s.Breakers.sync(context.Background(), true, false) // the last counts
 		}
 	})
 	return nil
@@ -341,7 +341,7 @@ func (s *Stores) Flush(ctx context.Context) error {
 	if s.Degraded() {
 		return ErrDegraded
 	}
-	if !s.Breakers.sync(ctx, false) {
+	if !s.Breakers.sync(ctx, true, false) {
 		return fmt.Errorf("%w: the flush failed", ErrDegraded)
 	}
 	return nil

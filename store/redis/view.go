@@ -18,9 +18,10 @@ type entry struct {
 	args     []any // ARGV[2..10]
 	window   int64 // µs, as the scripts count it
 
-	known bool // v was read from Redis
-	v     view
-	p     pending
+	known   bool // v was read from Redis
+	v       view
+	p       pending
+	flushed time.Time // when the loop last sent p (wall clock)
 }
 
 // view is a breaker as Redis last told this replica. Times are Unix µs on
