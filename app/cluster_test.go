@@ -48,14 +48,19 @@ func newPortal(t *testing.T) *portal {
 // prefix, over the portals ok (healthy) and dead, and a source with a
 // small shared budget (budget, on portal ok).
 func clusterYAML(addrs []string, prefix string, ok, dead *portal) string {
+	return sharedYAML(fmt.Sprintf(`{cluster: {addrs: ["%s"]}, key_prefix: %q}`, strings.Join(addrs, `", "`), prefix), ok, dead)
+}
+
+// sharedYAML is clusterYAML with the store block store.
+func sharedYAML(store string, ok, dead *portal) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, `problems: {base_uri: "https://problems.test/"}
-store: {cluster: {addrs: ["%s"]}, key_prefix: %q}
+store: %s
 webhooks: {allow_private: true, backoff: 50ms}
 async: {release_rps: 1000}
 defaults: {retry: {max_retries: 0}, breaker: {consecutive_failures: 3, open_for: 1h}}
 sources:
-`, strings.Join(addrs, `", "`), prefix)
+`, store)
 	for _, s := range []struct {
 		id, url, extra string
 	}{{"ok", ok.URL, ""}, {"dead", dead.URL, ""}, {"budget", ok.URL, "rate_limit: {rps: 0.001, burst: 4}"}} {

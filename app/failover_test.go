@@ -3,6 +3,7 @@ package app_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -18,10 +19,38 @@ import (
 // fails meanwhile, and the open breaker is not forgotten.
 func TestClusterFailover(t *testing.T) {
 	cl := redistest.StartCluster(t)
+	const prefix = "failover:"
+	failover(t, fmt.Sprintf(`{cluster: {addrs: ["%s"]}, key_prefix: %q}`, strings.Join(cl.Addrs(), `", "`), prefix), func() {
+		victim := cl.PrimaryOf(prefix + "{dead/by_domain}:breaker")
+		t.Logf("killing %s, the primary of the dead breaker's slot", victim)
+		cl.Kill(victim)
+		cl.WaitHealthy()
+		if got := cl.PrimaryOf(prefix + "{dead/by_domain}:breaker"); got == victim {
+			t.Fatalf("the slot is still served by the killed node")
+		}
+	})
+}
+
+// The same with a Sentinel-managed primary: the Sentinel promotes its
+// replica, and the replicas follow.
+func TestSentinelFailover(t *testing.T) {
+	sn := redistest.StartSentinel(t)
+	failover(t, fmt.Sprintf(`{sentinel: {master: %s, addrs: [%q]}, key_prefix: "failover:"}`, redistest.SentinelMaster, sn.Addr), func() {
+		old := sn.Primary()
+		sn.KillPrimary()
+		t.Logf("killed the primary %s; the Sentinel promoted %s", old, sn.Primary())
+	})
+}
+
+// failover trips a breaker of two replicas on the store block store, runs
+// queries on both while kill makes the store fail over, and checks that no
+// query failed, that the dead portal got no call and that the breaker is
+// still open, and shared, afterwards.
+func failover(t *testing.T, store string, kill func()) {
+	t.Helper()
 	ok, dead := newPortal(t), newPortal(t)
 	dead.down.Store(true)
-	const prefix = "failover:"
-	rs := replicas(t, 2, clusterYAML(cl.Addrs(), prefix, ok, dead))
+	rs := replicas(t, 2, sharedYAML(store, ok, dead))
 
 	for i := range 3 {
 		query(t, rs[0], fmt.Sprintf("AB%03dCD", i), "dead")
@@ -60,13 +89,7 @@ func TestClusterFailover(t *testing.T) {
 		})
 	}
 	time.Sleep(300 * time.Millisecond)
-	victim := cl.PrimaryOf(prefix + "{dead/by_domain}:breaker")
-	t.Logf("killing %s, the primary of the dead breaker's slot", victim)
-	cl.Kill(victim)
-	cl.WaitHealthy()
-	if got := cl.PrimaryOf(prefix + "{dead/by_domain}:breaker"); got == victim {
-		t.Fatalf("the slot is still served by the killed node")
-	}
+	kill()
 	// Load goes on until both replicas are on shared state again.
 	deadline := time.Now().Add(20 * time.Second)
 	for {

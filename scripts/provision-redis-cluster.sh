@@ -2,7 +2,7 @@
 # Starts a throwaway Redis Cluster: 6 redis-server processes (3 primaries,
 # 3 replicas) on free loopback ports, in DIR, and prints their addresses on
 # stdout, comma-separated (AGGREGATOR_TEST_REDIS_CLUSTER). Installs Debian's
-# redis-server (which brings redis-cli) if missing. Stop it with
+# redis-server (which brings redis-cli) and redis-sentinel if missing. Stop it with
 #   scripts/provision-redis-cluster.sh --stop DIR
 # which kills the processes whose pid files DIR holds, then removes DIR.
 #   addrs=$(scripts/provision-redis-cluster.sh "$(mktemp -d)")
@@ -16,11 +16,14 @@ if [ "${1:-}" = "--stop" ]; then
   exit 0
 fi
 dir=${1:?usage: provision-redis-cluster.sh DIR}
-if ! command -v redis-server >/dev/null 2>&1 || ! command -v redis-cli >/dev/null 2>&1; then
-  echo "redis-server missing: installing Debian's package" >&2
+# redis-sentinel too: the Sentinel failover test (app) starts its own.
+if ! command -v redis-server >/dev/null 2>&1 || ! command -v redis-cli >/dev/null 2>&1 ||
+  ! command -v redis-sentinel >/dev/null 2>&1; then
+  echo "redis-server or redis-sentinel missing: installing Debian's packages" >&2
   export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq >&2 && apt-get install -y -qq --no-install-recommends redis-server >&2
-  (service redis-server stop || true) >/dev/null 2>&1
+  apt-get update -qq >&2 && apt-get install -y -qq --no-install-recommends redis-server redis-sentinel >&2
+  # The packages start system daemons: the tests run their own.
+  (service redis-sentinel stop; service redis-server stop) >/dev/null 2>&1 || true
 fi
 # A node listens on its port and on port+10000 (the cluster bus): both free.
 taken() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
