@@ -3,6 +3,7 @@ package redisstore
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"math"
 	"testing"
 	"time"
@@ -124,6 +125,11 @@ func reply(v any) any {
 func FuzzReceive(f *testing.F) {
 	for _, seed := range []string{
 		`{"k":"caba","o":"by_domain","v":"7"}`,
+		`{"k":"caba","o":"by_domain","v":"7","st":"closed","g":"3","sn":"1","ou":"0","pu":"0","ot":"0"}`,
+		`{"k":"caba","o":"by_domain","v":"8","st":"open","g":"4","sn":"1773490320000000","ou":"99999999999999999999","pu":"x","ot":"-5"}`,
+		`{"k":"caba","o":"by_domain","v":"9","st":"forced_open","g":"9007199254740993"}`,
+		`{"k":"caba","o":"by_domain","v":"9","st":"half_open","g":"5","pu":"1773490320000000"}`,
+		`{"k":"caba","o":"by_domain","v":"9","st":"ajar","g":"5"}`,
 		`{"p":"caba","k":"","o":""}`,
 		`{"k":"caba","o":"by_domain","s":{"window":60000000000,"min_calls":10,"failure_ratio":0.5,"open_for":30000000000,"failure_statuses":[500]},"r":"other"}`,
 		`{"k":"caba","o":"by_domain","s":{"window":-1,"min_calls":-1,"failure_ratio":-1,"open_for":-1,"slow_call":-1},"r":"other"}`,
@@ -189,6 +195,77 @@ func FuzzSharedSettings(f *testing.F) {
 		got := s.settings()
 		if again := toShared(got).settings(); !again.Equal(got) {
 			t.Errorf("settings %+v do not survive a round trip: %+v", got, again)
+		}
+	})
+}
+
+// FuzzView applies a published breaker state (anyone with access to Redis
+// may publish on the channel) to a replica's view, then decides a call from
+// it: garbage is no view, never a panic, and a refusal never asks to retry
+// in the past.
+func FuzzView(f *testing.F) {
+	for _, seed := range []string{
+		`{"k":"caba","o":"by_domain","v":"7","st":"closed","g":"3","sn":"1","ou":"0","pu":"0","ot":"0"}`,
+		`{"k":"caba","o":"by_domain","v":"8","st":"open","g":"4","sn":"1773490320000000","ou":"1773490380000000"}`,
+		`{"k":"caba","o":"by_domain","v":"8","st":"open","g":"4","ou":"99999999999999999999","pu":"x","ot":"-5"}`,
+		`{"k":"caba","o":"by_domain","v":"9","st":"forced_open","g":"9007199254740993"}`,
+		`{"k":"caba","o":"by_domain","v":"9","st":"half_open","g":"5","pu":"1773490320000000"}`,
+		`{"k":"caba","o":"by_domain","v":"9","st":"ajar","g":"5"}`,
+		`{"k":"caba","o":"by_domain","v":"10"}`,
+		`not json`,
+	} {
+		f.Add(seed, int64(0))
+	}
+	settings := breaker.Settings{Window: time.Minute, MinCalls: 2, FailureRatio: 0.5, ConsecutiveFailures: 3,
+		OpenFor: time.Second, FailureStatuses: []int{503}}
+	f.Fuzz(func(t *testing.T, payload string, at int64) {
+		s := &Stores{opts: Options{Prefix: DefaultPrefix}, replica: "me"}
+		s.Breakers = newBreakerStore(s)
+		s.Limits = newLimitStore(s)
+		e := s.Breakers.entry(fuzzID)
+		e.mu.Lock()
+		e.configure(settings, "events")
+		e.mu.Unlock()
+		s.receive(&redis.Message{Channel: DefaultPrefix + "events", Payload: payload})
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		if e.known && !e.v.valid() {
+			t.Errorf("view %+v kept from %q", e.v, payload)
+		}
+		now := time.UnixMicro(at % maxExact)
+		_, err, _ := e.decide(settings, now)
+		var oe *breaker.OpenError
+		if errors.As(err, &oe) && oe.RetryAfter < 0 {
+			t.Errorf("refusal %v asks to retry in the past", oe)
+		}
+		e.p.add(e.v.gen, now.UnixMicro(), breaker.Failure, time.Second)
+		_ = e.wouldTrip(settings)
+		_ = e.flushArgs(e.take())
+	})
+}
+
+// FuzzParseView reads the view in a breaker script's reply, as go-redis
+// decodes it (JSON stands in for it): out of range is no view.
+func FuzzParseView(f *testing.F) {
+	for _, seed := range []string{
+		`[[], "closed", "3", "7", "1773490320000000", "0", "0", "0", "0", "12", "3", "0", "0"]`,
+		`[[], "open", 4, 9, "1", "1773490380000000", "0", "5", "0", "-1", "-1"]`,
+		`[[], "open", "-4", "9", "1", "1e30", "0", "5", "0", "-1", "-1"]`,
+		`[[], "ajar"]`,
+		`[]`,
+		`"x"`,
+	} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		var v any
+		if json.Unmarshal([]byte(s), &v) != nil {
+			return
+		}
+		res, _ := reply(v).([]any)
+		view, ok := parseView(res)
+		if ok && !view.valid() {
+			t.Errorf("view %+v accepted", view)
 		}
 	})
 }
