@@ -210,24 +210,40 @@ func (c *Cluster) healthy() bool {
 	for _, a := range c.Addrs() {
 		running[a] = true
 	}
-	covered := 0
+	covered := int64(0)
 	for a := range running {
 		n := redis.NewClient(&redis.Options{Addr: a})
 		info, err := n.ClusterInfo(ctx).Result()
-		slots, serr := n.ClusterSlots(ctx).Result()
+		shards, serr := n.ClusterShards(ctx).Result()
 		_ = n.Close()
 		if err != nil || serr != nil || !strings.Contains(info, "cluster_state:ok") {
 			return false
 		}
 		covered = 0
-		for _, s := range slots {
-			if len(s.Nodes) == 0 || !running[s.Nodes[0].Addr] {
+		for _, sh := range shards {
+			if len(sh.Slots) == 0 {
+				continue
+			}
+			p, ok := primary(sh)
+			if !ok || !running[p] {
 				return false
 			}
-			covered += s.End - s.Start + 1
+			for _, r := range sh.Slots {
+				covered += r.End - r.Start + 1
+			}
 		}
 	}
 	return covered == 16384
+}
+
+// primary is the address of the online primary of a shard.
+func primary(sh redis.ClusterShard) (string, bool) {
+	for _, n := range sh.Nodes {
+		if n.Role == "master" && n.Health == "online" {
+			return fmt.Sprintf("%s:%d", n.IP, n.Port), true
+		}
+	}
+	return "", false
 }
 
 // PrimaryOf returns the address of the primary that serves key now.
@@ -240,13 +256,17 @@ func (c *Cluster) PrimaryOf(key string) string {
 	if err != nil {
 		c.t.Fatal(err)
 	}
-	slots, err := n.ClusterSlots(ctx).Result()
+	shards, err := n.ClusterShards(ctx).Result()
 	if err != nil {
 		c.t.Fatal(err)
 	}
-	for _, s := range slots {
-		if int64(s.Start) <= slot && slot <= int64(s.End) && len(s.Nodes) > 0 {
-			return s.Nodes[0].Addr
+	for _, sh := range shards {
+		for _, r := range sh.Slots {
+			if r.Start <= slot && slot <= r.End {
+				if p, ok := primary(sh); ok {
+					return p
+				}
+			}
 		}
 	}
 	c.t.Fatalf("no primary serves slot %d", slot)

@@ -72,7 +72,7 @@ func TestNoAmnesia(t *testing.T) {
 				_ = c.Close()
 			case "restart":
 				srv.stop()
-				srv = startRedis(t, port)
+				startRedis(t, port)
 				// The replicas find out, decide locally meanwhile, and come
 				// back once Redis has answered steadily.
 				deadline := time.Now().Add(5 * time.Second)
