@@ -132,7 +132,9 @@ func New(cfg *config.Config, opts Options) (*App, error) {
 	a.Limiter = ratelimit.New(opts.LimitStore, opts.Now)
 
 	known := adapters(opts)
-	env := AdapterEnv{Client: &http.Client{Transport: opts.Transport}, Now: opts.Now, Logger: opts.Logger}
+	// No request reaches a portal unseen: the transport's own replays
+	// are refused (transport.go).
+	env := AdapterEnv{Client: &http.Client{Transport: NoReplay(opts.Transport)}, Now: opts.Now, Logger: opts.Logger}
 	members := make([]fanout.Member, 0, len(cfg.Sources))
 	for _, sc := range cfg.Sources {
 		adapter, ok := known[sc.Type]

@@ -11,11 +11,11 @@ import (
 
 // newAsync builds the asynchronous query manager of SPEC 3.4 (New starts
 // it): its work lives in opts.AsyncStore, else in Redis when
-// store.redis_url is set, else in this process (not durable, said once at
+// the store block names one, else in this process (not durable, said once at
 // start-up).
 func (a *App) newAsync(cfg *config.Config, opts Options) error {
 	store := opts.AsyncStore
-	if store == nil && cfg.Store.RedisURL != "" {
+	if store == nil && cfg.Store.Shared() {
 		c, err := a.redis(cfg)
 		if err != nil {
 			return err

@@ -1,10 +1,12 @@
 package app_test
 
 import (
+	"context"
 	"net/http"
 	"net/http/httptest"
 	"testing"
 
+	"github.com/redis/go-redis/v9"
 	"go.uber.org/goleak"
 
 	"github.com/multas/aggregator/app"
@@ -14,7 +16,14 @@ import (
 // TestMain fails the package's tests if any goroutine is still running
 // once they are done: servers, clients and background loops started by a
 // test must all be stopped by it.
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	redis.SetLogger(quiet{}) // go-redis's reconnection attempts while a test's Redis fails over
+	goleak.VerifyTestMain(m)
+}
+
+type quiet struct{}
+
+func (quiet) Printf(context.Context, string, ...any) {}
 
 // Close releases everything the App started, its pooled connections to
 // the portals included: nothing it made outlives it while the portals live

@@ -14,11 +14,12 @@ import (
 	redisstore "github.com/multas/aggregator/store/redis"
 )
 
-// shared connects the replica to Redis when store.redis_url is set: breaker
+// shared connects the replica to Redis when the store block names one
+// (redis_url, cluster or sentinel): breaker
 // state, rate-limit state and events are then shared by every replica,
 // with local state taking over while Redis is unreachable.
 func (a *App) shared(cfg *config.Config, opts *Options) error {
-	if cfg.Store.RedisURL == "" {
+	if !cfg.Store.Shared() {
 		return nil
 	}
 	client, err := a.redis(cfg)
@@ -26,10 +27,11 @@ func (a *App) shared(cfg *config.Config, opts *Options) error {
 		return err
 	}
 	stores := redisstore.New(client, redisstore.Options{
-		Prefix:   cfg.Store.KeyPrefix,
-		Timeout:  redisstore.DefaultTimeout,
-		Logger:   opts.Logger,
-		MaxPause: maxPause(cfg),
+		Prefix:        cfg.Store.KeyPrefix,
+		Timeout:       time.Duration(cfg.Store.Timeout),
+		FlushInterval: time.Duration(cfg.Store.FlushInterval),
+		Logger:        opts.Logger,
+		MaxPause:      maxPause(cfg),
 		// The hooks run on the stores' goroutines, possibly before New
 		// has finished: they reach the replica through atomic pointers.
 		OnDegraded: func(degraded bool) {
@@ -72,11 +74,20 @@ func (a *App) redis(cfg *config.Config) (redis.UniversalClient, error) {
 	if a.redisClient != nil {
 		return a.redisClient, nil
 	}
-	ro, err := redisstore.ClientOptions(cfg.Store.RedisURL, redisstore.DefaultTimeout)
+	tc, err := cfg.Store.TLSConfig()
 	if err != nil {
-		return nil, fmt.Errorf("store.redis_url: %w", err)
+		return nil, err
 	}
-	a.redisClient = redis.NewClient(ro)
+	client, err := redisstore.NewClient(redisstore.Connection{
+		URL: cfg.Store.RedisURL, ClusterAddrs: cfg.Store.Cluster.Addrs,
+		SentinelMaster: cfg.Store.Sentinel.Master, SentinelAddrs: cfg.Store.Sentinel.Addrs,
+		Username: cfg.Store.Username, Password: cfg.Store.Password, TLS: tc,
+		PoolSize: cfg.Store.PoolSize, Timeout: time.Duration(cfg.Store.Timeout),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: %w", err)
+	}
+	a.redisClient = client
 	a.closers = append(a.closers, a.redisClient.Close)
 	return a.redisClient, nil
 }
@@ -91,15 +102,18 @@ func (a *App) publish() {
 }
 
 // adoptShared applies breaker settings an operator shared through the
-// admin API before this replica started.
+// admin API before this replica started, read in one round trip: a Redis
+// that does not answer delays start-up by one store timeout at most.
 func (a *App) adoptShared(ctx context.Context) {
 	if a.stores == nil {
 		return
 	}
-	for _, id := range a.Breakers.IDs() {
-		if s, ok, err := a.stores.Breakers.SharedSettings(ctx, id); err == nil && ok {
-			a.Breakers.SetSettings(id, s)
-		}
+	all, err := a.stores.Breakers.LoadSettings(ctx, a.Breakers.IDs())
+	if err != nil {
+		return // the stores are degraded: local state, configured settings
+	}
+	for id, s := range all {
+		a.Breakers.SetSettings(id, s)
 	}
 }
 
@@ -111,4 +125,10 @@ func (a *App) ready(ctx context.Context) error {
 		return server.Degraded(err)
 	}
 	return err
+}
+
+// StoreDegraded reports whether the replica decides on local state because
+// its Redis cannot be reached; false without a Redis.
+func (a *App) StoreDegraded() bool {
+	return a.stores != nil && a.stores.Degraded()
 }

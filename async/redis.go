@@ -16,12 +16,17 @@ import (
 // RedisStore keeps the work in Redis, shared by every replica and durable
 // across restarts. Keys, under the prefix:
 //
-//	q:{qid}    hash: status, doc (the query, JSON)
-//	q:due      sorted set of pending query ids by due time (ms)
-//	d:{did}    a pending delivery (JSON)
-//	d:due      sorted set of delivery ids by due time (ms)
-//	dlq        hash: entry id → DLQ entry (JSON)
-//	pace:{h}   the release pace of a source or origin (hashed; redisPace)
+//	{async}:q:<qid>  hash: status, doc (the query, JSON)
+//	{async}:q:due    sorted set of pending query ids by due time (ms)
+//	{async}:d:<did>  a pending delivery (JSON)
+//	{async}:d:due    sorted set of delivery ids by due time (ms)
+//	{async}:dlq      hash: entry id → DLQ entry (JSON)
+//	pace:{<h>}       the release pace of a source or origin (hashed; redisPace)
+//
+// Every key that a script or a MULTI touches together with another shares
+// the hash tag {async}, so that on a Redis Cluster they live in one slot
+// (the queries, deliveries and DLQ of one deployment are few: one slot
+// holds them). Pace keys are used one at a time.
 //
 // Keys hold only generated ids: a plate or a person id appears in values
 // only (the query must be stored to be tried again).
@@ -54,11 +59,14 @@ func (s *RedisStore) WithLogger(l *slog.Logger) *RedisStore {
 	return s
 }
 
-func (s *RedisStore) query(id string) string    { return s.prefix + "q:" + id }
-func (s *RedisStore) delivery(id string) string { return s.prefix + "d:" + id }
-func (s *RedisStore) queryDue() string          { return s.prefix + "q:due" }
-func (s *RedisStore) deliverDue() string        { return s.prefix + "d:due" }
-func (s *RedisStore) dlq() string               { return s.prefix + "dlq" }
+// slot is the hash tag every key of the work shares (see RedisStore).
+const slot = "{async}:"
+
+func (s *RedisStore) query(id string) string    { return s.prefix + slot + "q:" + id }
+func (s *RedisStore) delivery(id string) string { return s.prefix + slot + "d:" + id }
+func (s *RedisStore) queryDue() string          { return s.prefix + slot + "q:due" }
+func (s *RedisStore) deliverDue() string        { return s.prefix + slot + "d:due" }
+func (s *RedisStore) dlq() string               { return s.prefix + slot + "dlq" }
 
 // farAhead is how far ahead of now a due time may be: work scheduled
 // further (an absurd score) is claimed at once, to be looked at again.

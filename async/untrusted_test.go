@@ -146,13 +146,13 @@ func TestRedisStoreUnreadableQuery(t *testing.T) {
 	}
 	for name, plant := range plants {
 		id := newID("q_")
-		key := prefix + "q:" + id
+		key := prefix + "{async}:q:" + id
 		plant(key, id)
-		c.ZAdd(ctx, prefix+"q:due", redis.Z{Score: float64(t0.UnixMilli()), Member: id})
+		c.ZAdd(ctx, prefix+"{async}:q:due", redis.Z{Score: float64(t0.UnixMilli()), Member: id})
 		if _, err := s.Query(ctx, id); !errors.Is(err, ErrNotFound) {
 			t.Errorf("%s: Query = %v, want ErrNotFound", name, err)
 		}
-		if err := c.ZScore(ctx, prefix+"q:due", id).Err(); !errors.Is(err, redis.Nil) {
+		if err := c.ZScore(ctx, prefix+"{async}:q:due", id).Err(); !errors.Is(err, redis.Nil) {
 			t.Errorf("%s: still scheduled (%v)", name, err)
 		}
 		if name != "no key at all" {
@@ -180,20 +180,20 @@ func TestRedisStoreUnreadableSchedule(t *testing.T) {
 	ctx := context.Background()
 	s, c, prefix, log := garbageStore(t)
 	for _, key := range []string{"q:due", "d:due", "dlq"} {
-		c.Set(ctx, prefix+key, marker, 0)
+		c.Set(ctx, prefix+"{async}:"+key, marker, 0)
 	}
 	if ids, err := s.ClaimQueries(ctx, t0, time.Minute, 10); err != nil || len(ids) != 0 {
 		t.Errorf("ClaimQueries of a string = %v, %v", ids, err)
 	}
-	checkReported(t, log, prefix+"q:due")
+	checkReported(t, log, prefix+"{async}:q:due")
 	if ds, err := s.ClaimDeliveries(ctx, t0, time.Minute, 10); err != nil || len(ds) != 0 {
 		t.Errorf("ClaimDeliveries of a string = %v, %v", ds, err)
 	}
 	if _, ok, err := s.NextDue(ctx); ok || err != nil {
 		t.Errorf("NextDue = %v, %v; want nothing", ok, err)
 	}
-	c.Set(ctx, prefix+"q:due", marker, 0)
-	c.Set(ctx, prefix+"d:due", marker, 0)
+	c.Set(ctx, prefix+"{async}:q:due", marker, 0)
+	c.Set(ctx, prefix+"{async}:d:due", marker, 0)
 	q := goodQuery()
 	if err := s.CreateQuery(ctx, q, t0); err != nil {
 		t.Fatalf("CreateQuery over a string schedule: %v", err)
@@ -208,13 +208,13 @@ func TestRedisStoreUnreadableSchedule(t *testing.T) {
 	if err := s.DeadLetter(ctx, &Delivery{ID: newID("dlv_")}, e); err != nil {
 		t.Fatalf("DeadLetter over a string DLQ: %v", err)
 	}
-	checkReported(t, log, prefix+"dlq")
+	checkReported(t, log, prefix+"{async}:dlq")
 	if entries, err := s.DLQ(ctx); err != nil || len(entries) != 1 {
 		t.Errorf("DLQ = %+v, %v", entries, err)
 	}
 
 	// Members that are not ids, and due times that are not times.
-	c.ZAdd(ctx, prefix+"q:due",
+	c.ZAdd(ctx, prefix+"{async}:q:due",
 		redis.Z{Score: 1, Member: marker + " AB123CD"},
 		redis.Z{Score: 1e300, Member: newID("q_")},
 		redis.Z{Score: float64(t0.Add(48 * time.Hour).UnixMilli()), Member: newID("q_")})
@@ -228,10 +228,10 @@ func TestRedisStoreUnreadableSchedule(t *testing.T) {
 			t.Errorf("claimed %q", id)
 		}
 	}
-	if n, _ := c.ZCard(ctx, prefix+"q:due").Result(); n != 3 {
+	if n, _ := c.ZCard(ctx, prefix+"{async}:q:due").Result(); n != 3 {
 		t.Errorf("%d members left in q:due, want 3 (the member that is not an id gone)", n)
 	}
-	c.ZAdd(ctx, prefix+"d:due", redis.Z{Score: -1e300, Member: newID("dlv_")})
+	c.ZAdd(ctx, prefix+"{async}:d:due", redis.Z{Score: -1e300, Member: newID("dlv_")})
 	if at, ok, err := s.NextDue(ctx); err != nil || ok && (at.Year() < 2000 || at.Year() > 3000) {
 		t.Errorf("NextDue = %v, %v, %v", at, ok, err)
 	}
@@ -275,14 +275,14 @@ func TestRedisStoreUnreadableDeliveries(t *testing.T) {
 	var planted []string
 	for _, doc := range docs {
 		id := newID("dlv_")
-		c.Set(ctx, prefix+"d:"+id, doc(id), 0)
-		c.ZAdd(ctx, prefix+"d:due", redis.Z{Score: float64(t0.UnixMilli()), Member: id})
+		c.Set(ctx, prefix+"{async}:d:"+id, doc(id), 0)
+		c.ZAdd(ctx, prefix+"{async}:d:due", redis.Z{Score: float64(t0.UnixMilli()), Member: id})
 		planted = append(planted, id)
 	}
 	// Another type.
 	other := newID("dlv_")
-	c.HSet(ctx, prefix+"d:"+other, "doc", marker)
-	c.ZAdd(ctx, prefix+"d:due", redis.Z{Score: float64(t0.UnixMilli()), Member: other})
+	c.HSet(ctx, prefix+"{async}:d:"+other, "doc", marker)
+	c.ZAdd(ctx, prefix+"{async}:d:due", redis.Z{Score: float64(t0.UnixMilli()), Member: other})
 	planted = append(planted, other)
 	ok := good()
 	if err := s.SaveDelivery(ctx, ok); err != nil {
@@ -293,10 +293,10 @@ func TestRedisStoreUnreadableDeliveries(t *testing.T) {
 		t.Fatalf("ClaimDeliveries = %+v, %v; want the one good delivery", ds, err)
 	}
 	for _, id := range planted {
-		if err := c.ZScore(ctx, prefix+"d:due", id).Err(); !errors.Is(err, redis.Nil) {
+		if err := c.ZScore(ctx, prefix+"{async}:d:due", id).Err(); !errors.Is(err, redis.Nil) {
 			t.Errorf("delivery %s still scheduled", id)
 		}
-		checkReported(t, log, prefix+"d:"+id)
+		checkReported(t, log, prefix+"{async}:d:"+id)
 	}
 }
 
@@ -335,10 +335,10 @@ func TestRedisStoreUnreadableDLQ(t *testing.T) {
 	var ids []string
 	for _, v := range bad {
 		id := newID("dlv_")
-		c.HSet(ctx, prefix+"dlq", id, v(id))
+		c.HSet(ctx, prefix+"{async}:dlq", id, v(id))
 		ids = append(ids, id)
 	}
-	c.HSet(ctx, prefix+"dlq", marker+" AB123CD", record(entry(newID("dlv_"))))
+	c.HSet(ctx, prefix+"{async}:dlq", marker+" AB123CD", record(entry(newID("dlv_"))))
 	entries, err := s.DLQ(ctx)
 	if err != nil || len(entries) != 1 || entries[0].ID != good.ID {
 		t.Fatalf("DLQ = %+v, %v; want the one entry that is one", entries, err)
@@ -354,18 +354,18 @@ func TestRedisStoreUnreadableDLQ(t *testing.T) {
 		if err := s.DeleteDLQ(ctx, id); err != nil {
 			t.Errorf("DeleteDLQ(%s) = %v, want it deleted", id, err)
 		}
-		if n, _ := c.HExists(ctx, prefix+"dlq", id).Result(); n {
+		if n, _ := c.HExists(ctx, prefix+"{async}:dlq", id).Result(); n {
 			t.Errorf("entry %s still there after DeleteDLQ", id)
 		}
 	}
-	checkReported(t, log, prefix+"dlq")
+	checkReported(t, log, prefix+"{async}:dlq")
 	if out := log.String(); strings.Contains(out, "AB123CD") {
 		t.Errorf("the log holds a field name read from Redis:\n%s", out)
 	}
 
 	// Another type.
-	c.Del(ctx, prefix+"dlq")
-	c.RPush(ctx, prefix+"dlq", marker)
+	c.Del(ctx, prefix+"{async}:dlq")
+	c.RPush(ctx, prefix+"{async}:dlq", marker)
 	if entries, err := s.DLQ(ctx); err != nil || len(entries) != 0 {
 		t.Errorf("DLQ of a list = %+v, %v", entries, err)
 	}
@@ -397,13 +397,13 @@ func TestRetainDropsUnreadableQuery(t *testing.T) {
 		t.Fatal(err)
 	}
 	id := newID("q_")
-	key := prefix + "q:" + id
+	key := prefix + "{async}:q:" + id
 	c.HSet(ctx, key, "status", "pending", "doc", `{"id":"`+id+`","status":"pending","domain":"`+marker+`"}`)
-	c.ZAdd(ctx, prefix+"q:due", redis.Z{Score: float64(clock.Now().UnixMilli()), Member: id})
+	c.ZAdd(ctx, prefix+"{async}:q:due", redis.Z{Score: float64(clock.Now().UnixMilli()), Member: id})
 	m.Start()
 	t.Cleanup(func() { _ = m.Close() })
 	eventually(t, "the unreadable query off the schedule", func() bool {
-		return errors.Is(c.ZScore(ctx, prefix+"q:due", id).Err(), redis.Nil)
+		return errors.Is(c.ZScore(ctx, prefix+"{async}:q:due", id).Err(), redis.Nil)
 	})
 	// Leases run out, polls come: it is not picked up again.
 	for range 10 {

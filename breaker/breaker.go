@@ -155,7 +155,12 @@ type Evidence struct {
 	RetryAfter          float64 `json:"retry_after,omitempty"`
 }
 
-// Event is one transition of one breaker.
+// KindStore marks a store event: a replica leaving shared state for its
+// own (From "shared", To "local") or coming back, with no breaker key nor
+// operation. Breaker transitions have no Kind.
+const KindStore = "store"
+
+// Event is one transition of one breaker, or of the shared store (Kind).
 type Event struct {
 	Time       time.Time            `json:"time"`
 	BreakerKey string               `json:"breaker_key"`
@@ -164,6 +169,7 @@ type Event struct {
 	To         State                `json:"to"`
 	Reason     string               `json:"reason"`
 	Evidence   Evidence             `json:"evidence"`
+	Kind       string               `json:"kind,omitempty"`
 }
 
 // Status is a breaker's state as read at one instant.

@@ -288,3 +288,32 @@ func (m *MemoryStore) Status(_ context.Context, id ID, s Settings, now time.Time
 	}
 	return st, events, nil
 }
+
+// Seed makes id's state st, entered at since (open until openUntil), with
+// counts restarted and no event: a replica that falls back to this store
+// when its shared store fails goes on from what the fleet knew, so an open
+// breaker stays open until its time and a forced open until reset.
+// Permits given before are stale.
+func (m *MemoryStore) Seed(id ID, s Settings, st State, since, openUntil time.Time, now time.Time) {
+	e := m.entry(id, s, now)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.sync(s)
+	switch st {
+	case Closed, Open, HalfOpen, ForcedOpen:
+	default:
+		return
+	}
+	if since.IsZero() || since.After(now) {
+		since = now
+	}
+	if e.state == Open || e.state == ForcedOpen {
+		e.openTotal += max(now.Sub(e.since), 0)
+	}
+	e.gen++
+	e.state, e.since, e.probeUntil, e.openUntil = st, since, time.Time{}, time.Time{}
+	if st == Open {
+		e.openUntil = openUntil
+	}
+	e.newCounter()
+}

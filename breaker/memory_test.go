@@ -1,6 +1,7 @@
 package breaker_test
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -65,4 +66,69 @@ func TestMemoryWindowRolls(t *testing.T) {
 	if err != nil || st.State != breaker.Closed || st.Calls != 1 {
 		t.Fatalf("after the window rolled: %s with %d calls (%v), want closed with 1", st.State, st.Calls, err)
 	}
+}
+
+// Seed adopts a state without an event, and makes earlier permits stale.
+func TestMemoryStoreSeed(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	id := breaker.ID{Key: "caba", Operation: aggregator.ByDomain}
+	s := breakertest.Settings()
+	clock := breakertest.NewClock()
+	tests := []struct {
+		seed      breaker.State
+		openUntil time.Duration
+		want      breaker.State // Status right after
+		allowed   bool          // a call is let through
+	}{
+		{breaker.Open, time.Minute, breaker.Open, false},
+		{breaker.Open, -time.Second, breaker.HalfOpen, true},
+		{breaker.ForcedOpen, 0, breaker.ForcedOpen, false},
+		{breaker.HalfOpen, 0, breaker.HalfOpen, true},
+		{breaker.Closed, 0, breaker.Closed, true},
+		{"ajar", 0, breaker.Closed, true},
+	}
+	for _, tt := range tests {
+		m := breaker.NewMemoryStore()
+		now := clock.Now()
+		old, _, err := m.Allow(ctx, id, s, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m.Seed(id, s, tt.seed, now.Add(-time.Second), now.Add(tt.openUntil), now)
+		st, events, err := m.Status(ctx, id, s, now)
+		if err != nil || st.State != tt.want {
+			t.Errorf("seed %s: state %s (%v), want %s", tt.seed, st.State, err, tt.want)
+		}
+		if tt.want == tt.seed && len(events) != 0 {
+			t.Errorf("seed %s: events %+v, want none", tt.seed, events)
+		}
+		_, _, err = m.Allow(ctx, id, s, now)
+		if (err == nil) != tt.allowed {
+			t.Errorf("seed %s: Allow = %v, want allowed %v", tt.seed, err, tt.allowed)
+		}
+		// A permit from before the seed is stale: its failures are not counted.
+		if tt.seed == breaker.Closed {
+			for range 20 {
+				_, _ = m.Done(ctx, id, old, breaker.Failure, breaker.Report{}, s, now)
+			}
+			if st, _, _ := m.Status(ctx, id, s, now); st.Failures > 1 {
+				t.Errorf("seed closed: %d failures counted from a stale permit", st.Failures)
+			}
+		}
+	}
+}
+
+// One MemoryStore shared by every replica is the exact reference of the
+// fleet suite.
+func TestMemoryStoreFleet(t *testing.T) {
+	t.Parallel()
+	breakertest.RunFleet(t, func(_ *testing.T, n int) []breaker.Store {
+		m := breaker.NewMemoryStore()
+		out := make([]breaker.Store, n)
+		for i := range out {
+			out[i] = m
+		}
+		return out
+	})
 }

@@ -47,7 +47,11 @@ func NewSet(store Store, opts Options) *Set {
 	if opts.Events == nil {
 		opts.Events = NewRing(1000)
 	}
-	return &Set{store: store, opts: opts, settings: make(map[ID]Settings), sources: make(map[ID][]string)}
+	s := &Set{store: store, opts: opts, settings: make(map[ID]Settings), sources: make(map[ID][]string)}
+	if n, ok := store.(Notifier); ok {
+		n.Notify(s.publish)
+	}
+	return s
 }
 
 // Add declares breaker id, used by source, with its settings. Sources that

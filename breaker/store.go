@@ -28,3 +28,11 @@ type Permit struct {
 	Probe bool
 	Token any
 }
+
+// Notifier is a Store that also makes transitions outside the Set's calls
+// (a shared store sending its counts in the background, where the trip is
+// decided): NewSet hands it the function that publishes them as the Set's
+// own (event log, log line, OnTransition).
+type Notifier interface {
+	Notify(publish func([]Event))
+}

@@ -22,7 +22,7 @@ func TestDecodeBreakerPatch(t *testing.T) {
 			"open_for": "1m", "slow_call": "800ms", "failure_statuses": [503]}`,
 			Breaker{d("2m"), 3, 0.25, 4, d("1m"), d("800ms"), []int{503}}, nil},
 		{"explicit zeros", `{"consecutive_failures": 0, "slow_call": 0, "failure_statuses": []}`,
-			func() Breaker { b := base.clone(); b.FailureStatuses = []int{}; return b }(), nil},
+			func() Breaker { b := base.clone(); b.ConsecutiveFailures = 0; b.FailureStatuses = []int{}; return b }(), nil},
 		{"unknown key", `{"open_fro": "5s"}`, Breaker{}, []string{`open_fro: unknown key (did you mean "open_for"?)`}},
 		{"wrong case", `{"Open_For": "5s"}`, Breaker{}, []string{"Open_For: unknown key"}},
 		{"every bad value at once", `{"window": 5, "min_calls": 1.5, "failure_ratio": "x", "open_for": "soon", "failure_statuses": "500"}`, Breaker{}, []string{

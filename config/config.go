@@ -86,13 +86,6 @@ type Query struct {
 	MaxDeadline Duration `yaml:"max_deadline" json:"max_deadline"`
 }
 
-// Store selects where shared state lives.
-type Store struct {
-	// RedisURL, when set, shares state between replicas (redis:// or rediss://).
-	RedisURL  string `yaml:"redis_url" json:"redis_url"`
-	KeyPrefix string `yaml:"key_prefix" json:"key_prefix"`
-}
-
 // Async configures asynchronous queries.
 type Async struct {
 	MaxWait    Duration `yaml:"max_wait" json:"max_wait"`

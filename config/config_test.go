@@ -164,7 +164,7 @@ func TestRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := `{"window":"1m0s","min_calls":10,"failure_ratio":0.5,"consecutive_failures":0,"open_for":"30s","slow_call":"0s","failure_statuses":[500,502,503,504]}`
+	want := `{"window":"1m0s","min_calls":10,"failure_ratio":0.5,"consecutive_failures":5,"open_for":"30s","slow_call":"0s","failure_statuses":[500,502,503,504]}`
 	if string(j) != want {
 		t.Errorf("breaker JSON: got %s, want %s", j, want)
 	}
@@ -198,7 +198,7 @@ func TestBuiltinDefaults(t *testing.T) {
 		{"server.listen", c.Server.Listen, "127.0.0.1:8080"},
 		{"problems.base_uri", c.Problems.BaseURI, "http://127.0.0.1:8080/problems/"},
 		{"query", c.Query, Query{d("3s"), d("10s")}},
-		{"store", c.Store, Store{KeyPrefix: "aggregator:"}},
+		{"store", c.Store, Store{KeyPrefix: "aggregator:", Timeout: d("250ms"), FlushInterval: d("20ms")}},
 		{"async", c.Async, Async{d("1h"), 5}},
 		{"webhooks", c.Webhooks, Webhooks{Timeout: d("10s"), MaxAttempts: 5, Backoff: d("1s"), Breaker: WebhookBreaker{5, d("10s")}}},
 		{"defaults.timeout", c.Defaults.Timeout, d("2s")},
@@ -209,7 +209,7 @@ func TestBuiltinDefaults(t *testing.T) {
 		{"defaults.voucher_max_bytes", c.Defaults.VoucherMaxBytes, int64(10485760)},
 		{"server.max_in_flight", c.Server.MaxInFlight, 1024},
 		{"defaults.retry", c.Defaults.Retry, Retry{2, d("100ms"), d("60s")}},
-		{"defaults.breaker", c.Defaults.Breaker, Breaker{d("60s"), 10, 0.5, 0, d("30s"), 0, []int{500, 502, 503, 504}}},
+		{"defaults.breaker", c.Defaults.Breaker, Breaker{d("60s"), 10, 0.5, 5, d("30s"), 0, []int{500, 502, 503, 504}}},
 		{"defaults.rate_limit", c.Defaults.RateLimit, RateLimit{0, 0, d("500ms"), d("10m")}},
 		{"source breaker_key", s.BreakerKey, "caba"},
 		{"source method", s.Operations[aggregator.ByDomain].Method, "GET"},

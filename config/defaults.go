@@ -23,7 +23,11 @@ func builtin() *Config {
 			Deadline:    Duration(3 * time.Second),
 			MaxDeadline: Duration(10 * time.Second),
 		},
-		Store: Store{KeyPrefix: "aggregator:"},
+		Store: Store{
+			KeyPrefix:     "aggregator:",
+			Timeout:       Duration(250 * time.Millisecond),
+			FlushInterval: Duration(20 * time.Millisecond),
+		},
 		Async: Async{MaxWait: Duration(time.Hour), ReleaseRPS: 5},
 		Webhooks: Webhooks{
 			Timeout:     Duration(10 * time.Second),
@@ -50,7 +54,7 @@ func builtin() *Config {
 				Window:              Duration(60 * time.Second),
 				MinCalls:            10,
 				FailureRatio:        0.5,
-				ConsecutiveFailures: 0,
+				ConsecutiveFailures: 5,
 				OpenFor:             Duration(30 * time.Second),
 				SlowCall:            0,
 				FailureStatuses:     []int{500, 502, 503, 504},

@@ -38,11 +38,7 @@ func validate(c *Config) Errors {
 		errs.add("problems.base_uri", "want an absolute URI such as https://api.example.com/problems/")
 	}
 	validateQuery(&errs, c.Query)
-	if c.Store.RedisURL != "" {
-		if u, err := url.Parse(c.Store.RedisURL); err != nil || (u.Scheme != "redis" && u.Scheme != "rediss") {
-			errs.add("store.redis_url", "want a redis:// or rediss:// URL (value not shown: it may hold a password)")
-		}
-	}
+	validateStore(&errs, c.Store)
 	if c.Async.MaxWait <= 0 {
 		errs.add("async.max_wait", "must be positive")
 	}

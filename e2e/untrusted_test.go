@@ -234,7 +234,7 @@ func testRedisContentsUntrusted(t *testing.T, variant string) {
 		expect("delete in a DLQ of another type", resp, body, http.StatusNotFound)
 	} else {
 		expect("delete an unreadable entry", resp, body, http.StatusNoContent)
-		if n, _ := c.HLen(ctx, prefix+"async:dlq").Result(); n != 0 {
+		if n, _ := c.HLen(ctx, prefix+"async:{async}:dlq").Result(); n != 0 {
 			t.Errorf("the unreadable entry is still there after DELETE (%d fields)", n)
 		}
 	}
@@ -266,7 +266,7 @@ func testRedisContentsUntrusted(t *testing.T, variant string) {
 		t.Errorf("new query: %s, want completed", got.Status)
 	}
 	eventually(t, 10*time.Second, "the unreadable query off the schedule", func() bool {
-		return errors.Is(c.ZScore(ctx, prefix+"async:q:due", pending.ID).Err(), redis.Nil)
+		return errors.Is(c.ZScore(ctx, prefix+"async:{async}:q:due", pending.ID).Err(), redis.Nil)
 	})
 	if got := e.events(time.Time{}); len(got) == 0 {
 		t.Error("no events after the recovery")

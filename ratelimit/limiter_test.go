@@ -273,3 +273,17 @@ func BenchmarkAdmit(b *testing.B) {
 		})
 	}
 }
+
+// One MemoryStore shared by every replica is the exact reference of the
+// fleet suite.
+func TestMemoryStoreFleet(t *testing.T) {
+	t.Parallel()
+	ratelimittest.RunFleet(t, 0, func(_ *testing.T, n int) []ratelimit.Store {
+		m := ratelimit.NewMemoryStore()
+		out := make([]ratelimit.Store, n)
+		for i := range out {
+			out[i] = m
+		}
+		return out
+	})
+}

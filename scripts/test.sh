@@ -1,15 +1,22 @@
 #!/usr/bin/env bash
 # Runs every test with the race detector, provisioning what the tests need:
-# a throwaway Redis, Chromium for the dashboard test, promtool for the alert
+# a throwaway Redis and Redis Cluster, Chromium for the dashboard test, promtool for the alert
 # rules. Under CI=true nothing that needs a real component is skipped.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 pidfile=$(mktemp)
-cleanup() { [ -s "$pidfile" ] && kill "$(cat "$pidfile")" 2>/dev/null || true; rm -f "$pidfile"; }
+clusterdir=$(mktemp -d)
+cleanup() {
+  [ -s "$pidfile" ] && kill "$(cat "$pidfile")" 2>/dev/null || true; rm -f "$pidfile"
+  scripts/provision-redis-cluster.sh --stop "$clusterdir"
+}
 trap cleanup EXIT
 AGGREGATOR_TEST_REDIS=$(scripts/provision-redis.sh "$pidfile")
 export AGGREGATOR_TEST_REDIS
 echo "test redis: $AGGREGATOR_TEST_REDIS"
+AGGREGATOR_TEST_REDIS_CLUSTER=$(scripts/provision-redis-cluster.sh "$clusterdir")
+export AGGREGATOR_TEST_REDIS_CLUSTER
+echo "test redis cluster: $AGGREGATOR_TEST_REDIS_CLUSTER"
 if [ -x scripts/provision-chromium.sh ]; then scripts/provision-chromium.sh; fi
 if [ -x scripts/provision-promtool.sh ]; then scripts/provision-promtool.sh; fi
 go test -race -count=1 -timeout 10m "${@:-./...}"

@@ -7,6 +7,7 @@ import (
 	"math"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -16,6 +17,8 @@ import (
 var (
 	allowScript  = lua("breaker_prelude.lua", "breaker_allow.lua")
 	doneScript   = lua("breaker_prelude.lua", "breaker_done.lua")
+	flushScript  = lua("breaker_prelude.lua", "breaker_flush.lua")
+	peekScript   = lua("breaker_prelude.lua", "breaker_peek.lua")
 	statusScript = lua("breaker_prelude.lua", "breaker_status.lua")
 	adminScript  = lua("breaker_prelude.lua", "breaker_admin.lua")
 )
@@ -25,53 +28,92 @@ var (
 // open and probe-lease times, open-time total, last transition and the
 // rolling window (ten buckets of window/10).
 //
-// A closed breaker costs one round trip for Allow (nothing is written) and
-// one for Done. A breaker seen open is not asked again until its open time
-// ends; forced open and a probe in flight are remembered too. Every change
-// made by any replica is published, and what this replica remembered of that
-// breaker is dropped at once: a reset on one replica holds on all.
+// Each replica keeps a view of every breaker it uses (view.go), kept fresh
+// by the changes the scripts publish, by the replies of its own scripts and
+// by a read of every breaker each RefreshInterval. While the view says
+// closed, a call costs no round trip (SPEC 11, "Cost"): Allow decides from
+// the view, and Done adds the verdict to the breaker's pending counts,
+// which the replica sends every FlushInterval, every breaker's in one
+// pipelined round trip (counts without a failure wait up to ten
+// intervals: successes never trip a breaker). The trip is decided in Redis, on the fleet's
+// counts, by the flush that reaches it, which publishes the open; a
+// replica whose own counts would trip the breaker flushes at once.
+// Everything else is exact fleet-wide and goes to Redis when it happens:
+// the probe of a half-open breaker (one in the fleet), its verdict,
+// resets, forced opens, and reads (Status).
+//
+// A view is never dropped: it is what each script writes back when Redis
+// lost the breaker (restart, FLUSHALL, failover), so an open breaker stays
+// open (see breaker_prelude.lua), and what the local fallback starts from
+// when Redis fails.
 type BreakerStore struct {
 	st    *Stores
 	local *breaker.MemoryStore
 
 	mu      sync.RWMutex
 	entries map[breaker.ID]*entry
+
+	// publish hands transitions made outside a Set's calls (a background
+	// flush) to the Set (breaker.Notifier).
+	publish atomic.Pointer[func([]breaker.Event)]
+	// now is the latest time (µs) a caller passed: the background work
+	// runs on the callers' clock.
+	now atomic.Int64
+	// refresh asks the background loop to read every view again soon.
+	refresh chan struct{}
 }
 
-var _ breaker.Store = (*BreakerStore)(nil)
+var (
+	_ breaker.Store    = (*BreakerStore)(nil)
+	_ breaker.Notifier = (*BreakerStore)(nil)
+)
 
 func newBreakerStore(s *Stores) *BreakerStore {
-	return &BreakerStore{st: s, local: breaker.NewMemoryStore(), entries: make(map[breaker.ID]*entry)}
+	return &BreakerStore{st: s, local: breaker.NewMemoryStore(), entries: make(map[breaker.ID]*entry),
+		refresh: make(chan struct{}, 1)}
 }
 
-// cacheCap bounds how long a forced open or a probe in flight is
-// remembered without Redis, should an invalidation be lost.
-const cacheCap = 5 * time.Second
+// Notify implements breaker.Notifier.
+func (b *BreakerStore) Notify(publish func([]breaker.Event)) { b.publish.Store(&publish) }
 
-// entry is what this replica keeps of one breaker.
-type entry struct {
-	key string // the breaker's hash
-
-	mu       sync.Mutex
-	settings breaker.Settings
-	args     []any // ARGV[2..10] for settings
-
-	// A refusal remembered until until (on the caller's clock).
-	state breaker.State // "" when nothing is remembered
-	until time.Time
-	retry time.Time // open: open_until; half-open: the probe's lease
-	ver   int64
-	seen  int64 // highest version published for this breaker
+func (b *BreakerStore) notify(events []breaker.Event) {
+	if len(events) == 0 {
+		return
+	}
+	if p := b.publish.Load(); p != nil {
+		(*p)(events)
+	}
 }
 
-// permit is the Token of a permit from Redis.
-type permit struct {
-	gen        int64
-	probeUntil int64
+// seen records the time of a caller.
+func (b *BreakerStore) seen(now time.Time) {
+	us := now.UnixMicro()
+	for {
+		cur := b.now.Load()
+		if us <= cur || b.now.CompareAndSwap(cur, us) {
+			return
+		}
+	}
 }
 
-// localPermit is the Token of a permit from the local fallback.
-type localPermit struct{ p breaker.Permit }
+// clock is the latest time a caller passed, or the wall clock.
+func (b *BreakerStore) clock() time.Time {
+	if us := b.now.Load(); us != 0 {
+		return time.UnixMicro(us)
+	}
+	return time.Now()
+}
+
+// The tokens of permits.
+type (
+	// closedPermit is a call through a closed breaker of generation gen,
+	// decided from the view.
+	closedPermit struct{ gen int64 }
+	// probePermit is the probe of a half-open breaker, granted by Redis.
+	probePermit struct{ gen, probeUntil int64 }
+	// localPermit is a permit of the local fallback.
+	localPermit struct{ p breaker.Permit }
+)
 
 func (b *BreakerStore) entry(id breaker.ID) *entry {
 	b.mu.RLock()
@@ -83,129 +125,62 @@ func (b *BreakerStore) entry(id breaker.ID) *entry {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if e = b.entries[id]; e == nil {
-		e = &entry{key: b.st.opts.Prefix + "{" + id.Key + "/" + string(id.Operation) + "}:breaker"}
+		e = &entry{id: id, key: b.st.opts.Prefix + "{" + id.Key + "/" + string(id.Operation) + "}:breaker"}
 		b.entries[id] = e
 	}
 	return e
 }
 
-// argv returns the arguments of every breaker script, then extra.
-func (b *BreakerStore) argv(e *entry, id breaker.ID, s breaker.Settings, now time.Time, extra ...any) []any {
-	e.mu.Lock()
-	if e.args == nil || !e.settings.Equal(s) {
-		window := s.Window
-		if window <= 0 {
-			window = time.Minute
-		}
-		lease := s.ProbeLease
-		if lease <= 0 {
-			lease = 30 * time.Second
-		}
-		e.settings = s
-		e.settings.FailureStatuses = append([]int(nil), s.FailureStatuses...)
-		e.args = []any{window.Microseconds(), s.MinCalls, s.FailureRatio, s.ConsecutiveFailures,
-			s.OpenFor.Microseconds(), lease.Microseconds(), b.st.channel, id.Key, string(id.Operation)}
-	}
-	args := make([]any, 0, 1+len(e.args)+len(extra))
-	args = append(args, now.UnixMicro())
-	args = append(args, e.args...)
-	e.mu.Unlock()
-	return append(args, extra...)
-}
-
-// refusal returns the refusal remembered for e at now, if any.
-func (e *entry) refusal(s breaker.Settings, now time.Time) error {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.state == "" || !now.Before(e.until) {
-		return nil
-	}
-	switch e.state {
-	case breaker.ForcedOpen:
-		return &breaker.OpenError{State: breaker.ForcedOpen, RetryAfter: s.OpenFor}
-	case breaker.Open:
-		return &breaker.OpenError{State: breaker.Open, RetryAfter: e.retry.Sub(now)}
-	case breaker.HalfOpen:
-		return &breaker.OpenError{State: breaker.HalfOpen, RetryAfter: e.retry.Sub(now), Probing: true}
-	}
-	return nil
-}
-
-// remember records what Redis answered at version ver: a refusal to keep
-// (state non-empty), or nothing, which drops what was kept before.
-func (e *entry) remember(ver int64, state breaker.State, until, retry time.Time) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if ver < e.seen || ver < e.ver && e.state != "" {
-		return // a newer state was published meanwhile
-	}
-	e.state, e.until, e.retry, e.ver = state, until, retry, ver
-}
-
-// invalidate drops what is kept of id from before version ver.
-func (b *BreakerStore) invalidate(id breaker.ID, ver int64) {
+// each calls f on every entry.
+func (b *BreakerStore) each(f func(*entry)) {
 	b.mu.RLock()
-	e := b.entries[id]
-	b.mu.RUnlock()
-	if e == nil {
-		return // never used here
-	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.seen = max(e.seen, ver)
-	if e.ver < ver {
-		e.state = ""
-	}
-}
-
-// forget drops everything kept locally, when invalidations may have been
-// lost.
-func (b *BreakerStore) forget() {
-	b.mu.RLock()
-	defer b.mu.RUnlock()
+	list := make([]*entry, 0, len(b.entries))
 	for _, e := range b.entries {
-		e.mu.Lock()
-		e.state, e.seen, e.ver = "", 0, 0
-		e.mu.Unlock()
+		list = append(list, e)
+	}
+	b.mu.RUnlock()
+	for _, e := range list {
+		f(e)
 	}
 }
 
 // Allow implements breaker.Store.
 func (b *BreakerStore) Allow(ctx context.Context, id breaker.ID, s breaker.Settings, now time.Time) (breaker.Permit, []breaker.Event, error) {
-	e := b.entry(id)
-	if err := e.refusal(s, now); err != nil {
-		return breaker.Permit{}, nil, err
-	}
 	if b.st.Degraded() {
 		return b.localAllow(ctx, id, s, now)
 	}
+	b.seen(now)
+	e := b.entry(id)
+	e.mu.Lock()
+	e.configure(s, b.st.channel)
+	if p, err, ok := e.decide(s, now); ok {
+		e.mu.Unlock()
+		return p, nil, err
+	}
+	args := e.argv(now)
+	e.mu.Unlock()
+
 	cctx, cancel := b.st.callCtx(ctx)
-	res, err := allowScript.Run(cctx, b.st.client, []string{e.key}, b.argv(e, id, s, now)...).Slice()
+	res, err := allowScript.Run(cctx, b.st.client, []string{e.key}, args...).Slice()
 	cancel()
 	if err != nil {
 		b.st.failed(ctx, err)
 		return b.localAllow(ctx, id, s, now)
 	}
-	code, gen, ver, t := intAt(res, 0), intAt(res, 1), intAt(res, 2), intAt(res, 3)
-	events := parseEvents(at(res, 4), id, now.Location())
-	b.rewritten(e, res, 5)
+	events, v := b.reply(e, res, now)
+	code, t := intAt(res, replyExtra), intAt(res, replyExtra+1)
 	tt := micros(t, now)
 	switch code {
 	case 1:
-		e.remember(ver, breaker.ForcedOpen, now.Add(cacheCap), time.Time{})
 		return breaker.Permit{}, events, &breaker.OpenError{State: breaker.ForcedOpen, RetryAfter: s.OpenFor}
 	case 2:
-		e.remember(ver, breaker.Open, tt, tt)
 		return breaker.Permit{}, events, &breaker.OpenError{State: breaker.Open, RetryAfter: tt.Sub(now)}
 	case 3:
-		e.remember(ver, breaker.HalfOpen, minTime(tt, now.Add(cacheCap)), tt)
 		return breaker.Permit{}, events, &breaker.OpenError{State: breaker.HalfOpen, RetryAfter: tt.Sub(now), Probing: true}
 	case 4:
-		e.remember(ver, "", time.Time{}, time.Time{})
-		return breaker.Permit{Probe: true, Token: permit{gen: gen, probeUntil: t}}, events, nil
+		return breaker.Permit{Probe: true, Token: probePermit{gen: v.gen, probeUntil: t}}, events, nil
 	}
-	e.remember(ver, "", time.Time{}, time.Time{})
-	return breaker.Permit{Token: permit{gen: gen}}, events, nil
+	return breaker.Permit{Token: closedPermit{gen: v.gen}}, events, nil
 }
 
 func (b *BreakerStore) localAllow(ctx context.Context, id breaker.ID, s breaker.Settings, now time.Time) (breaker.Permit, []breaker.Event, error) {
@@ -216,22 +191,70 @@ func (b *BreakerStore) localAllow(ctx context.Context, id breaker.ID, s breaker.
 	return breaker.Permit{Probe: p.Probe, Token: localPermit{p}}, events, nil
 }
 
-// Done implements breaker.Store. The verdict of a permit from Redis is
-// dropped while Redis cannot be reached: its generation and lease keep the
-// shared breaker safe.
+// Done implements breaker.Store. The verdict of a permit from the shared
+// state is dropped while Redis cannot be reached: its generation and lease
+// keep the shared breaker safe.
 func (b *BreakerStore) Done(ctx context.Context, id breaker.ID, p breaker.Permit, v breaker.Verdict, r breaker.Report, s breaker.Settings, now time.Time) ([]breaker.Event, error) {
-	var tok permit
 	switch t := p.Token.(type) {
 	case localPermit:
 		return b.local.Done(ctx, id, t.p, v, r, s, now)
-	case permit:
-		tok = t
-	default:
-		return nil, fmt.Errorf("breaker %s: foreign permit", id)
+	case closedPermit:
+		if b.st.Degraded() || v == breaker.Neutral {
+			return nil, nil
+		}
+		return b.count(ctx, id, t.gen, v, r, s, now)
+	case probePermit:
+		if b.st.Degraded() {
+			return nil, nil
+		}
+		return b.probeDone(ctx, id, t, v, r, s, now)
 	}
-	if b.st.Degraded() {
-		return nil, nil
+	return nil, fmt.Errorf("breaker %s: foreign permit", id)
+}
+
+// count adds the verdict of a call through a closed breaker to its pending
+// counts. They go to Redis with the next flush, or at once when they would
+// trip the breaker, or before counts of another bucket of the window.
+func (b *BreakerStore) count(ctx context.Context, id breaker.ID, gen int64, v breaker.Verdict, r breaker.Report, s breaker.Settings, now time.Time) ([]breaker.Event, error) {
+	b.seen(now)
+	e := b.entry(id)
+	e.mu.Lock()
+	e.configure(s, b.st.channel)
+	if gen != e.v.gen || e.v.st != breaker.Closed {
+		e.mu.Unlock()
+		return nil, nil // a call of an earlier generation: its verdict is stale
 	}
+	var first []any
+	us := now.UnixMicro()
+	if !e.p.empty() && (e.p.gen != gen || e.bucket(e.p.at) != e.bucket(us)) {
+		first = e.flushArgs(e.take())
+	}
+	e.p.add(gen, us, v, r.RetryAfter)
+	var then []any
+	if v == breaker.Failure && e.wouldTrip(s) {
+		then = e.flushArgs(e.take())
+	}
+	e.mu.Unlock()
+	var events []breaker.Event
+	for _, args := range [][]any{first, then} {
+		if args == nil {
+			continue
+		}
+		cctx, cancel := b.st.callCtx(ctx)
+		res, err := flushScript.Run(cctx, b.st.client, []string{e.key}, args...).Slice()
+		cancel()
+		if err != nil {
+			b.st.failed(ctx, err)
+			return events, nil
+		}
+		ev, _ := b.reply(e, res, now)
+		events = append(events, ev...)
+	}
+	return events, nil
+}
+
+func (b *BreakerStore) probeDone(ctx context.Context, id breaker.ID, t probePermit, v breaker.Verdict, r breaker.Report, s breaker.Settings, now time.Time) ([]breaker.Event, error) {
+	b.seen(now)
 	e := b.entry(id)
 	verdict := 0
 	switch v {
@@ -240,8 +263,10 @@ func (b *BreakerStore) Done(ctx context.Context, id breaker.ID, p breaker.Permit
 	case breaker.Failure:
 		verdict = 2
 	}
-	args := b.argv(e, id, s, now, tok.gen, verdict, r.RetryAfter.Microseconds(), string(r.Outcome),
-		tok.probeUntil, s.Window.String())
+	e.mu.Lock()
+	e.configure(s, b.st.channel)
+	args := e.argv(now, t.gen, verdict, r.RetryAfter.Microseconds(), string(r.Outcome), t.probeUntil)
+	e.mu.Unlock()
 	cctx, cancel := b.st.callCtx(ctx)
 	res, err := doneScript.Run(cctx, b.st.client, []string{e.key}, args...).Slice()
 	cancel()
@@ -249,22 +274,8 @@ func (b *BreakerStore) Done(ctx context.Context, id breaker.ID, p breaker.Permit
 		b.st.failed(ctx, err)
 		return nil, nil
 	}
-	b.rewritten(e, res, 5)
-	b.observe(e, strAt(res, 0), intAt(res, 2), intAt(res, 3), now)
-	return parseEvents(at(res, 4), id, now.Location()), nil
-}
-
-// observe remembers a state read from Redis outside Allow.
-func (b *BreakerStore) observe(e *entry, state string, ver, openUntil int64, now time.Time) {
-	switch breaker.State(state) {
-	case breaker.Open:
-		t := micros(openUntil, now)
-		e.remember(ver, breaker.Open, t, t)
-	case breaker.ForcedOpen:
-		e.remember(ver, breaker.ForcedOpen, now.Add(cacheCap), time.Time{})
-	default:
-		e.remember(ver, "", time.Time{}, time.Time{})
-	}
+	events, _ := b.reply(e, res, now)
+	return events, nil
 }
 
 // Reset implements breaker.Store.
@@ -285,51 +296,83 @@ func (b *BreakerStore) admin(ctx context.Context, id breaker.ID, s breaker.Setti
 	if b.st.Degraded() {
 		return local(ctx, id, s, now)
 	}
+	b.seen(now)
 	e := b.entry(id)
+	e.mu.Lock()
+	e.configure(s, b.st.channel)
+	e.take() // counts of the generation that ends
+	args := e.argv(now, string(to))
+	e.mu.Unlock()
 	cctx, cancel := b.st.callCtx(ctx)
-	res, err := adminScript.Run(cctx, b.st.client, []string{e.key}, b.argv(e, id, s, now, string(to))...).Slice()
+	res, err := adminScript.Run(cctx, b.st.client, []string{e.key}, args...).Slice()
 	cancel()
 	if err != nil {
 		b.st.failed(ctx, err)
 		return local(ctx, id, s, now)
 	}
-	b.rewritten(e, res, 4)
-	b.observe(e, strAt(res, 0), intAt(res, 2), 0, now)
-	return parseEvents(at(res, 3), id, now.Location()), nil
+	events, _ := b.reply(e, res, now)
+	return events, nil
 }
 
-// Status implements breaker.Store.
+// Status implements breaker.Store: this replica's pending counts, then the
+// breaker read, in one round trip.
 func (b *BreakerStore) Status(ctx context.Context, id breaker.ID, s breaker.Settings, now time.Time) (breaker.Status, []breaker.Event, error) {
 	if b.st.Degraded() {
 		return b.local.Status(ctx, id, s, now)
 	}
+	b.seen(now)
 	e := b.entry(id)
-	cctx, cancel := b.st.callCtx(ctx)
-	res, err := statusScript.Run(cctx, b.st.client, []string{e.key}, b.argv(e, id, s, now)...).Slice()
-	cancel()
+	e.mu.Lock()
+	e.configure(s, b.st.channel)
+	var calls []scriptCall
+	if !e.p.empty() {
+		calls = append(calls, scriptCall{flushScript, e, e.flushArgs(e.take())})
+	}
+	calls = append(calls, scriptCall{statusScript, e, e.argv(now)})
+	e.mu.Unlock()
+	results, err := b.st.pipeline(ctx, calls)
 	if err != nil {
 		b.st.failed(ctx, err)
 		return b.local.Status(ctx, id, s, now)
 	}
+	var events []breaker.Event
+	for _, res := range results[:len(results)-1] {
+		ev, _ := b.reply(e, res, now)
+		events = append(events, ev...)
+	}
+	res := results[len(results)-1]
+	ev, v := b.reply(e, res, now)
+	events = append(events, ev...)
 	loc := now.Location()
 	st := breaker.Status{
-		State:     breaker.State(strAt(res, 0)),
-		Since:     micros(intAt(res, 1), now),
-		OpenTotal: time.Duration(intAt(res, 3)) * time.Microsecond,
-		Calls:     int(intAt(res, 4)),
-		Failures:  int(intAt(res, 5)),
+		State:     v.st,
+		Since:     micros(v.since, now),
+		OpenTotal: time.Duration(intAt(res, replyExtra)) * time.Microsecond,
+		Calls:     int(max(v.wc, 0)),
+		Failures:  int(max(v.wf, 0)),
 	}
 	if st.State == breaker.Open {
-		st.OpenUntil = micros(intAt(res, 2), now)
+		st.OpenUntil = micros(v.ou, now)
 	}
-	b.rewritten(e, res, 11)
-	if last, ok := parseLast(strAt(res, 9), id, loc); ok {
+	if last, ok := parseLast(strAt(res, replyExtra+1), id, loc); ok {
 		st.Last = &last
-	} else if strAt(res, 9) != "" {
+	} else if strAt(res, replyExtra+1) != "" {
 		b.st.bad.Unreadable(e.key, "field last", false)
 	}
-	b.observe(e, string(st.State), intAt(res, 7), intAt(res, 2), now)
-	return st, parseEvents(at(res, 10), id, loc), nil
+	return st, events, nil
+}
+
+// reply reads what a breaker script returned: its transitions, and the
+// breaker as it stands, which becomes e's view.
+func (b *BreakerStore) reply(e *entry, res []any, now time.Time) ([]breaker.Event, view) {
+	b.rewritten(e, res, replyGarbage)
+	v, ok := parseView(res)
+	if ok {
+		e.mu.Lock()
+		e.apply(v)
+		e.mu.Unlock()
+	}
+	return parseEvents(at(res, 0), e.id, now.Location()), v
 }
 
 // rewritten logs the breaker's key when the script's reply element i says
@@ -460,11 +503,4 @@ func strAt(list []any, i int) string {
 // micros turns microseconds into a time in now's location.
 func micros(us int64, now time.Time) time.Time {
 	return time.UnixMicro(us).In(now.Location())
-}
-
-func minTime(a, b time.Time) time.Time {
-	if a.Before(b) {
-		return a
-	}
-	return b
 }

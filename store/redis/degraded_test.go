@@ -6,11 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"os/exec"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -205,10 +207,10 @@ func TestRedisDownAndBack(t *testing.T) {
 	}
 
 	startRedis(t, port) // empty: no persistence
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(10 * time.Second)
 	for st.Degraded() {
 		if time.Now().After(deadline) {
-			t.Fatal("still degraded 5s after Redis came back")
+			t.Fatal("still degraded 10s after Redis came back")
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
@@ -308,4 +310,162 @@ func TestCloseLeavesNoGoroutine(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	goleak.VerifyNone(t, ignore)
+}
+
+// storeEvents returns the store events of l, as "from→to".
+func storeEvents(events []breaker.Event) []string {
+	var out []string
+	for _, e := range events {
+		if e.Kind == breaker.KindStore {
+			out = append(out, string(e.From)+"→"+string(e.To))
+		}
+	}
+	return out
+}
+
+// Redis that comes back for less than StableFor does not bring the stores
+// back: one degradation, one recovery, StableFor after Redis last came
+// back; each is a store event of the shared log.
+func TestNoFlapping(t *testing.T) {
+	t.Parallel()
+	port := freePort(t)
+	srv := startRedis(t, port)
+	o, err := redisstore.ClientOptions(srv.url(), 50*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := redis.NewClient(o)
+	t.Cleanup(func() { _ = client.Close() })
+	var seen changes
+	const stable = 600 * time.Millisecond
+	st := newStores(t, client, redisstore.Options{
+		Prefix: "agg:", HealthInterval: 10 * time.Millisecond, MaxHealthWait: 50 * time.Millisecond,
+		StableFor: stable, OnDegraded: seen.record,
+	})
+	set := breaker.NewSet(st.Breakers, breaker.Options{Events: st.Events})
+	set.Add(caba, "caba", breakertest.Settings())
+	call(t, set, succeed)
+
+	srv.stop()
+	call(t, set, succeed)
+	if !st.Degraded() {
+		t.Fatal("not degraded with Redis stopped")
+	}
+	// Back for a moment, gone again, then back for good.
+	srv = startRedis(t, port)
+	time.Sleep(stable / 3)
+	srv.stop()
+	time.Sleep(100 * time.Millisecond)
+	if !st.Degraded() {
+		t.Fatal("the stores came back while Redis answered for less than StableFor")
+	}
+	startRedis(t, port)
+	back := time.Now()
+	deadline := back.Add(10 * time.Second)
+	for st.Degraded() {
+		if time.Now().After(deadline) {
+			t.Fatal("still degraded 10s after Redis came back")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if d := time.Since(back); d < stable-100*time.Millisecond {
+		t.Errorf("shared state again %v after Redis came back, want at least StableFor (%v)", d, stable)
+	}
+	if got := seen.get(); !equalBools(got, []bool{true, false}) {
+		t.Errorf("OnDegraded calls = %v, want [true false]", got)
+	}
+	if got := storeEvents(st.Events.Latest(100)); fmt.Sprint(got) != "[shared→local local→shared]" {
+		t.Errorf("store events in the shared log = %v, want [shared→local local→shared]", got)
+	}
+}
+
+// A degraded store checks Redis with exponential backoff: a Redis that
+// stays away costs a few attempts, not one per HealthInterval.
+func TestHealthBackoff(t *testing.T) {
+	t.Parallel()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var accepts atomic.Int64
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			accepts.Add(1)
+			_ = c.Close() // a Redis that hangs up at once
+		}
+	})
+	t.Cleanup(func() { _ = l.Close(); wg.Wait() })
+	o, err := redisstore.ClientOptions("redis://"+l.Addr().String()+"/0", 50*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := redis.NewClient(o)
+	t.Cleanup(func() { _ = client.Close() })
+	st := newStores(t, client, redisstore.Options{HealthInterval: 10 * time.Millisecond, MaxHealthWait: 300 * time.Millisecond})
+	set := breaker.NewSet(st.Breakers, breaker.Options{Events: st.Events})
+	set.Add(caba, "caba", breakertest.Settings())
+	call(t, set, succeed)
+	if !st.Degraded() {
+		t.Fatal("not degraded")
+	}
+	before := accepts.Load()
+	time.Sleep(2 * time.Second)
+	n := accepts.Load() - before
+	t.Logf("%d connections in 2s of a degraded store (a check every 10ms would be 200 or more)", n)
+	if n > 100 {
+		t.Errorf("%d connection attempts in 2s, want the backoff to space them", n)
+	}
+}
+
+// A replica that loses Redis while a breaker is open goes on from what it
+// knew: the breaker stays open on local state, and when its time ends one
+// probe goes, not a fresh closed breaker's worth of calls.
+func TestDegradedKeepsOpenBreaker(t *testing.T) {
+	t.Parallel()
+	port := freePort(t)
+	srv := startRedis(t, port)
+	o, err := redisstore.ClientOptions(srv.url(), 50*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := redis.NewClient(o)
+	t.Cleanup(func() { _ = client.Close() })
+	st := newStores(t, client, redisstore.Options{Prefix: "agg:", StableFor: time.Hour})
+	s := breakertest.Settings()
+	s.ConsecutiveFailures, s.OpenFor = 3, 3*time.Second
+	set := breaker.NewSet(st.Breakers, breaker.Options{Events: st.Events})
+	set.Add(caba, "caba", s)
+	for range 3 {
+		call(t, set, fail)
+	}
+	if got := state(t, set); got != breaker.Open {
+		t.Fatalf("state = %s, want open", got)
+	}
+	srv.stop()
+	_ = st.Ping(context.Background())
+	if !st.Degraded() {
+		t.Fatal("not degraded with Redis stopped")
+	}
+	status, err := set.Status(context.Background(), caba)
+	if err != nil || status.State != breaker.Open || time.Until(status.OpenUntil) <= 0 {
+		t.Fatalf("Status on local state = %+v, %v; want open until later", status, err)
+	}
+	if call(t, set, fail) {
+		t.Fatal("a call went through the open breaker on local state")
+	}
+	time.Sleep(time.Until(status.OpenUntil))
+	went := 0
+	for range 5 {
+		if call(t, set, fail) {
+			went++
+		}
+	}
+	if went != 1 {
+		t.Errorf("%d calls went once the open time ended on local state, want the one probe", went)
+	}
 }

@@ -148,16 +148,24 @@ func (l *EventLog) read(from, to int) ([]breaker.Event, bool) {
 // decodeEvent decodes an entry of the log as Append writes it: false
 // unless it is a transition the admin API can serve (a time, a breaker, a
 // known operation and states, short UTF-8 text, evidence that is not
-// negative, a ratio within 0–1).
+// negative, a ratio within 0–1), or a store event (shared→local or back,
+// no breaker).
 func decodeEvent(b []byte) (breaker.Event, bool) {
 	var e breaker.Event
 	if json.Unmarshal(b, &e) != nil || e.Time.IsZero() {
 		return breaker.Event{}, false
 	}
 	ev := e.Evidence
-	ok := validState(e.From) && validState(e.To) && e.Operation.Valid() &&
-		e.BreakerKey != "" && len(e.BreakerKey) <= maxReason && utf8.ValidString(e.BreakerKey) &&
-		len(e.Reason) <= maxReason && utf8.ValidString(e.Reason) &&
+	var ok bool
+	switch e.Kind {
+	case "": // a breaker's transition
+		ok = validState(e.From) && validState(e.To) && e.Operation.Valid() &&
+			e.BreakerKey != "" && len(e.BreakerKey) <= maxReason && utf8.ValidString(e.BreakerKey)
+	case breaker.KindStore: // the store's, as health.go writes it
+		ok = e.BreakerKey == "" && e.Operation == "" &&
+			(e.From == Shared && e.To == Local || e.From == Local && e.To == Shared)
+	}
+	ok = ok && len(e.Reason) <= maxReason && utf8.ValidString(e.Reason) &&
 		ev.Calls >= 0 && ev.Failures >= 0 && ev.Failures <= ev.Calls && ev.ConsecutiveFailures >= 0 &&
 		ev.Ratio >= 0 && ev.Ratio <= 1 && ev.WindowSeconds >= 0 && ev.RetryAfter >= 0
 	if !ok {

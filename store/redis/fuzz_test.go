@@ -1,10 +1,16 @@
 package redisstore
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
 	"math"
 	"strconv"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -12,6 +18,7 @@ import (
 
 	"github.com/multas/aggregator"
 	"github.com/multas/aggregator/breaker"
+	"github.com/multas/aggregator/internal/untrusted"
 )
 
 // The values read back from Redis are outside input: another replica, an
@@ -125,6 +132,11 @@ func reply(v any) any {
 func FuzzReceive(f *testing.F) {
 	for _, seed := range []string{
 		`{"k":"caba","o":"by_domain","v":"7"}`,
+		`{"k":"caba","o":"by_domain","v":"7","st":"closed","g":"3","sn":"1","ou":"0","pu":"0","ot":"0"}`,
+		`{"k":"caba","o":"by_domain","v":"8","st":"open","g":"4","sn":"1773490320000000","ou":"99999999999999999999","pu":"x","ot":"-5"}`,
+		`{"k":"caba","o":"by_domain","v":"9","st":"forced_open","g":"9007199254740993"}`,
+		`{"k":"caba","o":"by_domain","v":"9","st":"half_open","g":"5","pu":"1773490320000000"}`,
+		`{"k":"caba","o":"by_domain","v":"9","st":"ajar","g":"5"}`,
 		`{"p":"caba","k":"","o":""}`,
 		`{"k":"caba","o":"by_domain","s":{"window":60000000000,"min_calls":10,"failure_ratio":0.5,"open_for":30000000000,"failure_statuses":[500]},"r":"other"}`,
 		`{"k":"caba","o":"by_domain","s":{"window":-1,"min_calls":-1,"failure_ratio":-1,"open_for":-1,"slow_call":-1},"r":"other"}`,
@@ -209,7 +221,8 @@ func FuzzSharedSettings(f *testing.F) {
 }
 
 // FuzzDecodeEvent decodes entries of the shared event log: never a panic;
-// an event accepted is one the admin API can serve, and encodes to an
+// an event accepted is one the admin API can serve (a breaker's
+// transition, or a store event as health.go writes it), and encodes to an
 // entry decoded the same.
 func FuzzDecodeEvent(f *testing.F) {
 	good, _ := json.Marshal(breaker.Event{Time: time.Date(2026, 3, 14, 9, 0, 0, 0, time.FixedZone("ART", -3*3600)),
@@ -224,6 +237,9 @@ func FuzzDecodeEvent(f *testing.F) {
 		`{"time": 3}`,
 		`null`,
 		"\x00\xff",
+		`{"time":"2026-03-14T09:00:00Z","breaker_key":"","operation":"","from":"shared","to":"local","reason":"redis store unreachable","evidence":{},"kind":"store"}`,
+		`{"time":"2026-03-14T09:00:00Z","breaker_key":"k","operation":"by_id","from":"local","to":"shared","kind":"store"}`,
+		`{"time":"2026-03-14T09:00:00Z","breaker_key":"k","operation":"by_id","from":"open","to":"closed","kind":"other"}`,
 	} {
 		f.Add([]byte(seed))
 	}
@@ -232,8 +248,17 @@ func FuzzDecodeEvent(f *testing.F) {
 		if !ok {
 			return
 		}
-		if e.BreakerKey == "" || !e.Operation.Valid() || !validState(e.From) || !validState(e.To) {
-			t.Errorf("event %+v accepted", e)
+		switch e.Kind {
+		case breaker.KindStore:
+			if e.BreakerKey != "" || e.Operation != "" || !(e.From == Shared && e.To == Local || e.From == Local && e.To == Shared) {
+				t.Errorf("store event %+v accepted", e)
+			}
+		case "":
+			if e.BreakerKey == "" || !e.Operation.Valid() || !validState(e.From) || !validState(e.To) {
+				t.Errorf("event %+v accepted", e)
+			}
+		default:
+			t.Errorf("event of kind %q accepted", e.Kind)
 		}
 		enc, err := json.Marshal(e)
 		if err != nil {
@@ -241,7 +266,7 @@ func FuzzDecodeEvent(f *testing.F) {
 		}
 		again, ok := decodeEvent(enc)
 		if !ok || !again.Time.Equal(e.Time) || again.Evidence != e.Evidence || again.Reason != e.Reason ||
-			again.BreakerKey != e.BreakerKey || again.From != e.From || again.To != e.To {
+			again.BreakerKey != e.BreakerKey || again.From != e.From || again.To != e.To || again.Kind != e.Kind {
 			t.Errorf("event %+v does not survive a round trip: %+v, %v", e, again, ok)
 		}
 	})
@@ -274,4 +299,143 @@ func FuzzParsePause(f *testing.F) {
 			t.Errorf("pause %q read as %d, then as %d", v, us, again)
 		}
 	})
+}
+
+// FuzzView applies a published breaker state (anyone with access to Redis
+// may publish on the channel) to a replica's view, then decides a call from
+// it: garbage is no view, never a panic, and a refusal never asks to retry
+// in the past.
+func FuzzView(f *testing.F) {
+	for _, seed := range []string{
+		`{"k":"caba","o":"by_domain","v":"7","st":"closed","g":"3","sn":"1","ou":"0","pu":"0","ot":"0"}`,
+		`{"k":"caba","o":"by_domain","v":"8","st":"open","g":"4","sn":"1773490320000000","ou":"1773490380000000"}`,
+		`{"k":"caba","o":"by_domain","v":"8","st":"open","g":"4","ou":"99999999999999999999","pu":"x","ot":"-5"}`,
+		`{"k":"caba","o":"by_domain","v":"9","st":"forced_open","g":"9007199254740993"}`,
+		`{"k":"caba","o":"by_domain","v":"9","st":"half_open","g":"5","pu":"1773490320000000"}`,
+		`{"k":"caba","o":"by_domain","v":"9","st":"ajar","g":"5"}`,
+		`{"k":"caba","o":"by_domain","v":"10"}`,
+		`not json`,
+	} {
+		f.Add(seed, int64(0))
+	}
+	settings := breaker.Settings{Window: time.Minute, MinCalls: 2, FailureRatio: 0.5, ConsecutiveFailures: 3,
+		OpenFor: time.Second, FailureStatuses: []int{503}}
+	f.Fuzz(func(t *testing.T, payload string, at int64) {
+		s := &Stores{opts: Options{Prefix: DefaultPrefix}, replica: "me"}
+		s.Breakers = newBreakerStore(s)
+		s.Limits = newLimitStore(s)
+		e := s.Breakers.entry(fuzzID)
+		e.mu.Lock()
+		e.configure(settings, "events")
+		e.mu.Unlock()
+		s.receive(&redis.Message{Channel: DefaultPrefix + "events", Payload: payload})
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		if e.known && !e.v.valid() {
+			t.Errorf("view %+v kept from %q", e.v, payload)
+		}
+		now := time.UnixMicro(at % maxExact)
+		_, err, _ := e.decide(settings, now)
+		var oe *breaker.OpenError
+		if errors.As(err, &oe) && oe.RetryAfter < 0 {
+			t.Errorf("refusal %v asks to retry in the past", oe)
+		}
+		e.p.add(e.v.gen, now.UnixMicro(), breaker.Failure, time.Second)
+		_ = e.wouldTrip(settings)
+		_ = e.flushArgs(e.take())
+	})
+}
+
+// FuzzParseView reads the view in a breaker script's reply, as go-redis
+// decodes it (JSON stands in for it): out of range is no view.
+func FuzzParseView(f *testing.F) {
+	for _, seed := range []string{
+		`[[], "closed", "3", "7", "1773490320000000", "0", "0", "0", "0", "12", "3", "0", "0"]`,
+		`[[], "open", 4, 9, "1", "1773490380000000", "0", "5", "0", "-1", "-1"]`,
+		`[[], "open", "-4", "9", "1", "1e30", "0", "5", "0", "-1", "-1"]`,
+		`[[], "ajar"]`,
+		`[]`,
+		`"x"`,
+	} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		var v any
+		if json.Unmarshal([]byte(s), &v) != nil {
+			return
+		}
+		res, _ := reply(v).([]any)
+		view, ok := parseView(res)
+		if ok && !view.valid() {
+			t.Errorf("view %+v accepted", view)
+		}
+	})
+}
+
+// TestReceiveUnreadable: a breaker message that is not what a script
+// publishes (a version or a field that is not an integer, a state that is
+// not one) changes nothing this replica knows, and is logged by channel,
+// never by contents; the message a script publishes is applied.
+func TestReceiveUnreadable(t *testing.T) {
+	t.Parallel()
+	const channel = DefaultPrefix + "events"
+	closed := `{"k":"caba","o":"by_domain","v":"7","st":"closed","g":"3","sn":"1","ou":"0","pu":"0","ot":"0"}`
+	tests := []struct {
+		payload string
+		bad     bool
+	}{
+		{`{"k":"caba","o":"by_domain","v":"8","st":"open","g":"4","sn":"1","ou":"2","pu":"0","ot":"0"}`, false},
+		{`{"k":"caba","o":"by_domain","v":"GARBAGE"}`, true},
+		{`{"k":"caba","o":"by_domain","v":"-8"}`, true},
+		{`{"k":"caba","o":"by_domain","v":"99999999999999999999"}`, true},
+		{`{"k":"caba","o":"by_domain","v":"8","st":"open","g":"GARBAGE","sn":"1","ou":"2","pu":"0","ot":"0"}`, true},
+		{`{"k":"caba","o":"by_domain","v":"8","st":"open","g":"4","sn":"1","ou":"2.5","pu":"0","ot":"0"}`, true},
+		{`{"k":"caba","o":"by_domain","v":"8","st":"open","g":"4","sn":"1","pu":"0","ot":"0"}`, true},
+		{`{"k":"caba","o":"by_domain","v":"8","st":"GARBAGE","g":"4","sn":"1","ou":"2","pu":"0","ot":"0"}`, true},
+		{`{"k":"caba","o":"by_domain","v":"8","st":"open","g":"4","sn":"1","ou":"-2","pu":"0","ot":"0"}`, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.payload, func(t *testing.T) {
+			t.Parallel()
+			var buf bytes.Buffer
+			var mu sync.Mutex
+			logger := slog.New(slog.NewTextHandler(&lockedWriter{w: &buf, mu: &mu}, nil))
+			s := &Stores{opts: Options{Prefix: DefaultPrefix}, replica: "me", channel: channel, bad: untrusted.New(logger)}
+			s.Breakers = newBreakerStore(s)
+			s.Limits = newLimitStore(s)
+			e := s.Breakers.entry(fuzzID)
+			s.receive(&redis.Message{Channel: channel, Payload: closed})
+			s.receive(&redis.Message{Channel: channel, Payload: tt.payload})
+			e.mu.Lock()
+			known, v := e.known, e.v
+			e.mu.Unlock()
+			mu.Lock()
+			logged := buf.String()
+			mu.Unlock()
+			want := breaker.Open
+			if tt.bad {
+				want = breaker.Closed
+			}
+			if !known || v.st != want {
+				t.Errorf("view = %+v (known %v), want %s", v, known, want)
+			}
+			if got := strings.Contains(logged, channel); got != tt.bad {
+				t.Errorf("channel logged = %v, want %v: %q", got, tt.bad, logged)
+			}
+			if strings.Contains(logged, "GARBAGE") {
+				t.Errorf("contents logged: %q", logged)
+			}
+		})
+	}
+}
+
+type lockedWriter struct {
+	w  io.Writer
+	mu *sync.Mutex
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }

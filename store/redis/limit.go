@@ -15,6 +15,7 @@ import (
 
 var (
 	reserveScript = lua("limit_reserve.lua")
+	leaseScript   = lua("limit_lease.lua")
 	pauseScript   = lua("limit_pause.lua")
 	getScript     = lua("get.lua")
 )
@@ -37,7 +38,10 @@ const (
 // GCRA (one theoretical arrival time per source), each pause a key holding
 // its end, which only ever extends. Times are the callers'.
 //
-// Reserve is one round trip. PausedUntil is remembered (pauses are rare) and
+// Reserve is one round trip, or none for a budget of more than one token
+// per flush interval: such a budget is leased in batches (limit_lease.lua;
+// SPEC 11: the shared budget is never exceeded by more than one flush
+// interval's worth). PausedUntil is remembered (pauses are rare) and
 // costs a round trip only after a pause was set, by any replica, which
 // publishes it: a pause set through one replica holds for all at once.
 type LimitStore struct {
@@ -53,10 +57,18 @@ type limitEntry struct {
 	tat, pause string // keys
 
 	mu     sync.Mutex
-	gen    uint64 // bumped by every invalidation
-	known  bool   // until is what Redis holds
-	until  int64  // end of the pause, Unix µs; 0 none
-	readAt time.Time
+	leased int   // tokens taken from the shared budget, not used yet
+	leaseA int64 // … valid for calls at leaseA (µs) up to one flush interval on
+	// empty is when the next token is due at the earliest (µs), as the
+	// budget last refused a call: a budget only ever fills with time (the
+	// theoretical arrival time never goes back), so a call before it is
+	// refused without asking again.
+	empty   float64
+	gen     uint64 // bumped by every invalidation
+	known   bool   // until is what Redis holds
+	reading bool   // a caller reads it again
+	until   int64  // end of the pause, Unix µs; 0 none
+	readAt  time.Time
 }
 
 var _ ratelimit.Store = (*LimitStore)(nil)
@@ -116,11 +128,33 @@ func (l *LimitStore) Reserve(ctx context.Context, key string, s ratelimit.Settin
 	if l.st.Degraded() {
 		return l.local.Reserve(ctx, key, s, maxWait, at)
 	}
-	interval := 1e6 / s.RPS
-	cctx, cancel := l.st.callCtx(ctx)
 	e := l.entry(key)
-	res, err := reserveScript.Run(cctx, l.st.client, []string{e.tat},
-		at.UnixMicro(), interval, max(s.Burst, 1), float64(max(maxWait, 0))/1e3).Slice()
+	interval := 1e6 / s.RPS
+	script, args := reserveScript, []any{at.UnixMicro(), interval, max(s.Burst, 1), float64(max(maxWait, 0)) / 1e3}
+	flush := l.st.opts.FlushInterval
+	lease := int(min(s.RPS*flush.Seconds(), float64(max(s.Burst, 1))))
+	us := at.UnixMicro()
+	e.mu.Lock()
+	if d := e.empty - float64(us); d > float64(maxWait.Microseconds()) {
+		e.mu.Unlock()
+		return time.Duration(min(math.Round(d*1e3), math.MaxInt64)), false, nil
+	}
+	e.mu.Unlock()
+	if lease > 1 {
+		// A budget of more than one token per flush interval is leased:
+		// the tokens due within the next flush interval are taken from
+		// the shared budget at once, and handed out here.
+		e.mu.Lock()
+		if e.leased > 0 && us >= e.leaseA && us < e.leaseA+flush.Microseconds() {
+			e.leased--
+			e.mu.Unlock()
+			return 0, true, nil
+		}
+		e.mu.Unlock()
+		script, args = leaseScript, append(args, lease, flush.Microseconds())
+	}
+	cctx, cancel := l.st.callCtx(ctx)
+	res, err := script.Run(cctx, l.st.client, []string{e.tat}, args...).Slice()
 	cancel()
 	if err != nil {
 		l.st.failed(ctx, err)
@@ -129,9 +163,18 @@ func (l *LimitStore) Reserve(ctx context.Context, key string, s ratelimit.Settin
 	if intAt(res, 2) == 1 {
 		l.st.bad.Unreadable(e.tat, "", true) // a full bucket now
 	}
-	us, _ := strconv.ParseFloat(strAt(res, 1), 64)
-	wait := time.Duration(min(math.Round(us*1e3), math.MaxInt64))
-	return wait, intAt(res, 0) == 1, nil
+	w, _ := strconv.ParseFloat(strAt(res, 1), 64)
+	wait := time.Duration(min(math.Round(w*1e3), math.MaxInt64))
+	taken := intAt(res, 0)
+	e.mu.Lock()
+	switch {
+	case taken == 0 && w > 0 && !math.IsInf(w, 0):
+		e.empty = max(e.empty, float64(us)+w)
+	case taken > 1 && wait == 0:
+		e.leased, e.leaseA = int(min(taken-1, int64(lease))), us
+	}
+	e.mu.Unlock()
+	return wait, taken >= 1, nil
 }
 
 // SetPause implements ratelimit.Store. The pause is kept locally too, so
@@ -168,12 +211,22 @@ func (l *LimitStore) PausedUntil(ctx context.Context, key string, now time.Time)
 	}
 	e := l.entry(key)
 	e.mu.Lock()
-	gen, known, until := e.gen, e.known && time.Since(e.readAt) < pauseCacheTTL, e.until
+	gen, until := e.gen, e.until
+	known := e.known && (time.Since(e.readAt) < pauseCacheTTL || e.reading)
+	if e.known && !known {
+		// Stale: this caller reads it again; the others meanwhile go
+		// on with what was read (pauses are published as they are set:
+		// the read again only covers a lost message).
+		e.reading = true
+	}
 	e.mu.Unlock()
 	if !known {
 		cctx, cancel := l.st.callCtx(ctx)
 		res, found, err := l.st.get(cctx, e.pause)
 		cancel()
+		e.mu.Lock()
+		e.reading = false
+		e.mu.Unlock()
 		if err != nil {
 			l.st.failed(ctx, err)
 			return l.local.PausedUntil(ctx, key, now)
@@ -181,6 +234,12 @@ func (l *LimitStore) PausedUntil(ctx context.Context, key string, now time.Time)
 		until = 0
 		if found {
 			until = l.parsePause(e.pause, res, now)
+		}
+		if lu, _ := l.local.PausedUntil(ctx, key, now); !lu.IsZero() && lu.UnixMicro() > until {
+			// A pause this replica set, which Redis lost (a restart,
+			// FLUSHALL, a failover): written back, as breakers are.
+			_ = l.SetPause(ctx, key, lu)
+			return lu, nil
 		}
 		e.mu.Lock()
 		if e.gen == gen { // no invalidation came meanwhile

@@ -70,3 +70,30 @@ func TestPauseHoldsForEveryReplica(t *testing.T) {
 		t.Errorf("%d calls admitted across 3 replicas, want the shared burst of 5", admitted)
 	}
 }
+
+// A budget of more than one token per flush interval is leased: a round
+// trip per flush interval's worth of tokens, not per call.
+func TestBudgetLeased(t *testing.T) {
+	t.Parallel()
+	rs := fleet(t, 1, time.Now, breakertest.Settings(), redisstore.Options{FlushInterval: 20 * time.Millisecond})
+	now := time.Date(2026, 3, 14, 9, 0, 0, 0, time.UTC)
+	lim := ratelimit.New(rs[0].stores.Limits, func() time.Time { return now })
+	lim.OnStoreError = func(err error) { t.Errorf("store error: %v", err) }
+	lim.Configure("caba", ratelimit.Settings{RPS: 1000, Burst: 20})
+	before := rs[0].commands.n.Load()
+	admitted := 0
+	for range 4000 { // 1s, a call every 250µs
+		if _, err := lim.Decide(context.Background(), "caba", 0); err == nil {
+			admitted++
+		}
+		now = now.Add(250 * time.Microsecond)
+	}
+	trips := rs[0].commands.n.Load() - before
+	t.Logf("%d calls admitted, %d round trips", admitted, trips)
+	if admitted < 900 || admitted > 1040 { // rps·1s + burst + one flush interval's worth
+		t.Errorf("%d calls admitted in 1s at 1000/s, burst 20", admitted)
+	}
+	if trips > int64(admitted)/5 {
+		t.Errorf("%d round trips for %d admitted calls, want a lease per 20 tokens at most", trips, admitted)
+	}
+}

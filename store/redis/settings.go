@@ -5,8 +5,11 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/multas/aggregator/breaker"
 )
@@ -90,27 +93,58 @@ func (b *BreakerStore) ShareSettings(ctx context.Context, id breaker.ID, s break
 	return nil
 }
 
-// SharedSettings returns the run-time settings last shared for id, if any,
-// for a replica that starts after an operator changed them. A value of
-// another type, contents that do not decode, or settings that are not
-// valid are no settings (and logged by key).
+// SharedSettings returns the run-time settings last shared for id, if any.
+// A value of another type, contents that do not decode, or settings that
+// are not valid are no settings (and logged by key).
 func (b *BreakerStore) SharedSettings(ctx context.Context, id breaker.ID) (breaker.Settings, bool, error) {
-	key := b.settingsKey(id)
-	ctx, cancel := b.st.callCtx(ctx)
-	defer cancel()
-	body, found, err := b.st.get(ctx, key)
+	all, err := b.LoadSettings(ctx, []breaker.ID{id})
 	if err != nil {
-		return breaker.Settings{}, false, fmt.Errorf("reading the settings of breaker %s: %w", id, err)
+		return breaker.Settings{}, false, err
 	}
-	if !found {
-		return breaker.Settings{}, false, nil
+	s, ok := all[id]
+	return s, ok, nil
+}
+
+// LoadSettings returns the run-time settings last shared for each of ids
+// that has some, for a replica that starts after an operator changed
+// them: one pipelined round trip, bounded by the store timeout, however
+// many breakers (a Redis that does not answer costs start-up one timeout,
+// and the stores start degraded). Contents that do not parse, or a key of
+// another type, are no settings.
+func (b *BreakerStore) LoadSettings(ctx context.Context, ids []breaker.ID) (map[breaker.ID]breaker.Settings, error) {
+	out := make(map[breaker.ID]breaker.Settings, len(ids))
+	if len(ids) == 0 {
+		return out, nil
 	}
-	s, ok := decodeSettings([]byte(body))
-	if !ok {
-		b.st.bad.Unreadable(key, "", false)
-		return breaker.Settings{}, false, nil
+	cctx, cancel := b.st.callCtx(ctx)
+	defer cancel()
+	pipe := b.st.client.Pipeline()
+	cmds := make([]*redis.StringCmd, len(ids))
+	for i, id := range ids {
+		cmds[i] = pipe.Get(cctx, b.settingsKey(id))
 	}
-	return s, true, nil
+	_, _ = pipe.Exec(cctx)
+	for i, cmd := range cmds {
+		body, err := cmd.Result()
+		var reply redis.Error
+		switch {
+		case isNil(err):
+			continue // none
+		case errors.As(err, &reply):
+			b.st.bad.Unreadable(b.settingsKey(ids[i]), "", false) // not a string (WRONGTYPE): no settings
+			continue
+		case err != nil:
+			b.st.failed(ctx, err)
+			return nil, fmt.Errorf("reading the shared breaker settings: %w", err)
+		}
+		s, ok := decodeSettings([]byte(body))
+		if !ok {
+			b.st.bad.Unreadable(b.settingsKey(ids[i]), "", false)
+			continue
+		}
+		out[ids[i]] = s
+	}
+	return out, nil
 }
 
 // decodeSettings decodes settings as ShareSettings writes them: false

@@ -1,17 +1,20 @@
 // Package redisstore shares the state that decides whether a portal is
 // called (breakers, rate-limit budgets and pauses, transition events) among
-// every replica, through Redis.
+// every replica, through Redis: standalone, Sentinel or Cluster (NewClient).
 //
-// Every decision about one breaker or one budget is a Lua script of ours,
-// run atomically by Redis in one round trip, on the caller's clock (the time
-// is an argument; Redis TIME is never read). All the keys of one breaker
-// share a hash tag, so the design works on Redis Cluster.
+// Every change of one breaker or one budget is a Lua script of ours, run
+// atomically by Redis, on the caller's clock (the time is an argument;
+// Redis TIME is never read). All the keys a script touches share a hash
+// tag, so the design works on Redis Cluster. A call through a closed
+// breaker costs no round trip: each replica decides from its view of the
+// shared state and sends its outcome counts in batches (BreakerStore).
 //
 // Redis failing is not the service failing: every call is bounded by a short
 // timeout, and on an error the stores go on with state of their own in this
-// process (breaker.MemoryStore, ratelimit.MemoryStore) until a background
-// check finds Redis again. The change is reported once each way, through
-// Options.OnDegraded and the logger, never per call.
+// process (breaker.MemoryStore, ratelimit.MemoryStore), starting from what
+// they knew of the shared one, until Redis has answered steadily again. The
+// change is reported once each way (Options.OnDegraded, the logger and a
+// store event), never per call.
 package redisstore
 
 import (
@@ -39,14 +42,15 @@ import (
 //
 // DefaultTimeout is short next to a portal call, yet long enough that a
 // busy replica's own scheduling delay (a burst of queries on few CPUs) is
-// not taken for a slow Redis: each timeout puts the replica on local state
-// for a HealthInterval at least, without the fleet-wide guarantees. A
-// Redis that is really gone costs it once per outage: a degraded store
-// stops calling Redis until the health check finds it again.
+// not taken for a slow Redis. A Redis that is really gone costs it once
+// per outage: a degraded store stops calling Redis until the health check
+// has seen it answer steadily for DefaultStableFor.
 const (
 	DefaultPrefix         = "aggregator:"
 	DefaultTimeout        = 250 * time.Millisecond
-	DefaultHealthInterval = time.Second
+	DefaultHealthInterval = 100 * time.Millisecond
+	DefaultMaxHealthWait  = 5 * time.Second
+	DefaultStableFor      = time.Second
 )
 
 // Options configure the stores; zero values are the documented defaults.
@@ -66,9 +70,22 @@ type Options struct {
 	// shared with BreakerStore.ShareSettings, to apply to this replica's
 	// breaker.Set.
 	OnSettings func(breaker.ID, breaker.Settings)
-	// HealthInterval is how often a degraded store checks whether Redis is
-	// back; DefaultHealthInterval when zero.
+	// FlushInterval is how often a replica sends its pending outcome
+	// counts (store.flush_interval); DefaultFlushInterval when zero.
+	FlushInterval time.Duration
+	// RefreshInterval is how often a replica reads every breaker it uses
+	// again, should a change have been missed, and writes back those
+	// Redis lost; DefaultRefreshInterval when zero.
+	RefreshInterval time.Duration
+	// HealthInterval is the first wait of a degraded store before it
+	// checks whether Redis is back; the waits grow exponentially, with
+	// jitter, up to MaxHealthWait. Defaults when zero.
 	HealthInterval time.Duration
+	MaxHealthWait  time.Duration
+	// StableFor is how long Redis must answer every check before the
+	// stores use shared state again (DefaultStableFor when zero): a Redis
+	// that comes and goes does not make the replica flap.
+	StableFor time.Duration
 	// MaxPause is the longest pause any source may be given (the largest
 	// rate_limit.max_pause); ratelimit.DefaultMaxPause when zero. A pause
 	// read from Redis that ends further ahead is garbage.
@@ -92,7 +109,8 @@ type Stores struct {
 	bad *untrusted.Reporter
 
 	degraded atomic.Bool
-	mu       sync.Mutex // serialises changes of degraded and OnDegraded
+	mu       sync.Mutex    // serialises changes of degraded and OnDegraded
+	wake     chan struct{} // tells the health check the stores degraded
 
 	stop   context.CancelFunc
 	done   sync.WaitGroup
@@ -121,8 +139,20 @@ func New(client redis.UniversalClient, opts Options) *Stores {
 	if opts.MaxPause <= 0 {
 		opts.MaxPause = ratelimit.DefaultMaxPause
 	}
+	if opts.MaxHealthWait <= 0 {
+		opts.MaxHealthWait = DefaultMaxHealthWait
+	}
+	if opts.StableFor <= 0 {
+		opts.StableFor = DefaultStableFor
+	}
+	if opts.FlushInterval <= 0 {
+		opts.FlushInterval = DefaultFlushInterval
+	}
+	if opts.RefreshInterval <= 0 {
+		opts.RefreshInterval = DefaultRefreshInterval
+	}
 	s := &Stores{client: client, opts: opts, channel: opts.Prefix + "events", replica: newReplicaID(),
-		bad: untrusted.New(opts.Logger)}
+		wake: make(chan struct{}, 1), bad: untrusted.New(opts.Logger)}
 	s.Breakers = newBreakerStore(s)
 	s.Limits = newLimitStore(s)
 	s.Events = newEventLog(s)
@@ -133,9 +163,10 @@ func New(client redis.UniversalClient, opts Options) *Stores {
 	// Redis. The subscriber subscribes, and the client resubscribes after
 	// every reconnection.
 	s.pubsub = client.Subscribe(ctx)
-	s.done.Add(2)
+	s.done.Add(3)
 	go s.subscribe(ctx)
 	go s.health(ctx)
+	go s.Breakers.loop(ctx)
 	return s
 }
 
@@ -170,9 +201,7 @@ var ErrDegraded = errors.New("redis store degraded: deciding on local state")
 // Ping checks Redis now, within ctx and the store timeout, for /readyz. Its
 // error wraps ErrDegraded while the stores are on local state.
 func (s *Stores) Ping(ctx context.Context) error {
-	cctx, cancel := s.callCtx(ctx)
-	defer cancel()
-	err := s.client.Ping(cctx).Err()
+	err := s.check(ctx)
 	if err != nil {
 		s.failed(ctx, err)
 	}
@@ -182,7 +211,7 @@ func (s *Stores) Ping(ctx context.Context) error {
 	case err != nil:
 		return fmt.Errorf("redis store: %w", err)
 	case s.Degraded():
-		return fmt.Errorf("%w: Redis answers again, shared state resumes within %s", ErrDegraded, s.opts.HealthInterval)
+		return fmt.Errorf("%w: Redis answers again, shared state resumes once it has for %s", ErrDegraded, s.opts.StableFor)
 	}
 	return nil
 }
@@ -194,6 +223,9 @@ func (s *Stores) Close() error {
 		s.stop()
 		_ = s.pubsub.Close()
 		s.done.Wait()
+		if !s.Degraded() {
+			s.Breakers.sync(context.Background(), true, false) // the last counts
+		}
 	})
 	return nil
 }
@@ -203,70 +235,11 @@ func (s *Stores) callCtx(ctx context.Context) (context.Context, context.CancelFu
 	return context.WithTimeout(ctx, s.opts.Timeout)
 }
 
-// failed records that a Redis call failed: the stores go on locally. An
-// error of the caller's own context says nothing of Redis.
-func (s *Stores) failed(ctx context.Context, err error) {
-	if ctx.Err() != nil {
-		return
-	}
-	s.setDegraded(true, err)
-}
-
-func (s *Stores) setDegraded(d bool, cause error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.degraded.Load() == d {
-		return
-	}
-	s.degraded.Store(d)
-	if !d {
-		// Invalidations may have been lost meanwhile. What was remembered
-		// is kept while degraded: a breaker known open stays open.
-		s.Breakers.forget()
-		s.Limits.forget()
-	}
-	if d {
-		s.opts.Logger.Error("redis store unreachable: deciding on local state until it is back",
-			"err", errString(cause))
-	} else {
-		s.opts.Logger.Info("redis store back: deciding on shared state again")
-	}
-	if s.opts.OnDegraded != nil {
-		s.opts.OnDegraded(d)
-	}
-}
-
 func errString(err error) string {
 	if err == nil {
 		return ""
 	}
 	return err.Error()
-}
-
-// health checks, while degraded, whether Redis answers again.
-func (s *Stores) health(ctx context.Context) {
-	defer s.done.Done()
-	t := time.NewTicker(s.opts.HealthInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		if !s.Degraded() {
-			continue
-		}
-		cctx, cancel := s.callCtx(ctx)
-		err := s.client.Ping(cctx).Err()
-		cancel()
-		if err != nil {
-			continue
-		}
-		if s.Events.flush(ctx) {
-			s.setDegraded(false, nil)
-		}
-	}
 }
 
 // message is what the breaker scripts publish when a breaker changes, the
@@ -277,8 +250,15 @@ type message struct {
 	Pause     string `json:"p,omitempty"`
 	Key       string `json:"k"`
 	Operation string `json:"o"`
-	// Ver is the breaker's version after the change (breaker scripts).
-	Ver string `json:"v,omitempty"`
+	// Ver is the breaker's version after the change (breaker scripts),
+	// followed by the breaker as it stands (a replica's new view).
+	Ver        string `json:"v,omitempty"`
+	State      string `json:"st,omitempty"`
+	Gen        string `json:"g,omitempty"`
+	Since      string `json:"sn,omitempty"`
+	OpenUntil  string `json:"ou,omitempty"`
+	ProbeUntil string `json:"pu,omitempty"`
+	OpenTotal  string `json:"ot,omitempty"`
 	// Settings are shared settings, from replica Replica.
 	Settings *sharedSettings `json:"s,omitempty"`
 	Replica  string          `json:"r,omitempty"`
@@ -289,15 +269,18 @@ type message struct {
 const pingEvery = 10 * time.Second
 
 // subscribe applies invalidations until ctx ends. After an error it tries
-// again no more than once per HealthInterval, so a Redis that is down costs
-// one attempt per interval; every (re)subscription drops what the breakers
-// remember, since invalidations may have been lost in between.
+// again with the health check's backoff, so a Redis that is down costs few
+// attempts; every (re)subscription drops what the breakers remember, since
+// invalidations may have been lost in between.
 func (s *Stores) subscribe(ctx context.Context) {
 	defer s.done.Done()
 	_ = s.pubsub.Subscribe(ctx, s.channel) // kept for reconnections even if it fails now
+	b := s.newBackoff()
 	for ctx.Err() == nil {
 		m, err := s.pubsub.ReceiveTimeout(ctx, pingEvery)
-		if err != nil {
+		if err == nil {
+			b.Reset()
+		} else {
 			if ctx.Err() != nil || errors.Is(err, redis.ErrClosed) {
 				return
 			}
@@ -311,7 +294,7 @@ func (s *Stores) subscribe(ctx context.Context) {
 			select {
 			case <-ctx.Done():
 				return
-			case <-time.After(s.opts.HealthInterval):
+			case <-time.After(b.NextBackOff()):
 			}
 			continue
 		}
@@ -323,7 +306,7 @@ func (s *Stores) receive(m any) {
 	switch m := m.(type) {
 	case *redis.Subscription:
 		// (Re)subscribed: what was published meanwhile is lost.
-		s.Breakers.forget()
+		s.Breakers.refreshSoon()
 		s.Limits.forget()
 	case *redis.Message:
 		var msg message
@@ -350,11 +333,11 @@ func (s *Stores) receive(m any) {
 			return
 		}
 		ver, err := strconv.ParseInt(msg.Ver, 10, 64)
-		if err != nil || ver < 0 || ver >= 1<<53 {
-			s.bad.Unreadable(s.channel, "a message", false) // not a version a script writes
+		if _, ok := viewOf(msg); err != nil || ver < 0 || ver >= maxExact || msg.State != "" && !ok {
+			s.bad.Unreadable(s.channel, "a message", false) // not what a script publishes
 			return
 		}
-		s.Breakers.invalidate(id, ver)
+		s.Breakers.onMessage(id, msg)
 	}
 }
 
@@ -389,4 +372,16 @@ func lua(names ...string) *redis.Script {
 		src = append(src, '\n')
 	}
 	return redis.NewScript(string(src))
+}
+
+// Flush sends this replica's pending outcome counts now, in one round
+// trip, as the background loop does every FlushInterval.
+func (s *Stores) Flush(ctx context.Context) error {
+	if s.Degraded() {
+		return ErrDegraded
+	}
+	if !s.Breakers.sync(ctx, true, false) {
+		return fmt.Errorf("%w: the flush failed", ErrDegraded)
+	}
+	return nil
 }

@@ -9,7 +9,17 @@
 -- ARGV[4]  failure_ratio          ARGV[5]  consecutive_failures (0 = off)
 -- ARGV[6]  open_for               ARGV[7]  probe lease
 -- ARGV[8]  invalidation channel   ARGV[9]  breaker key   ARGV[10] operation
--- ARGV[11...] the script's own arguments
+-- ARGV[11..17] the caller's view of the breaker (its seed): state, gen,
+--          ver, since, open_until, probe_until, open time before since;
+--          state '' when it has none
+-- ARGV[18...] the script's own arguments
+--
+-- No amnesia (SPEC 11): when the hash is gone (FLUSHALL, a restart, a
+-- failover that lost writes) or holds an older generation than the
+-- caller's view, the view is written back, so that a breaker the fleet
+-- knows open stays open; of two views of one generation, the later
+-- open_until wins. A generation only grows in Redis, and views are read
+-- from it: a view ahead of Redis means Redis lost what it had.
 --
 -- Hash fields:
 --   st     state: closed, open, half_open or forced_open
@@ -34,7 +44,7 @@
 -- breaker could have set it, an open breaker that ends before it began, a
 -- last transition that does not decode) makes the whole hash unreadable: it
 -- is deleted, the breaker starts closed and is written afresh, and the
--- script reports it (its last reply element is 1) so that the caller logs
+-- script reports it (reply element 12, after the view, is 1) so that the caller logs
 -- the key's name. A window bucket that does not parse counts as empty and
 -- is reported the same way. Scripts fetch only the fields they need (HMGET
 -- costs by the field), and always fetch STATE before changing anything.
@@ -125,7 +135,7 @@ local CHECK = {
   last = validLast,
 }
 
-local raw, loaded, fresh = {}, {}, false
+local raw, loaded, fresh, restored = {}, {}, false, false
 local garbage = false -- something unreadable was found
 local reborn = false  -- the hash was unreadable, deleted, started afresh
 local st, since, gen, ver, ou, pu, ot, cf = 'closed', now, 0, 0, 0, 0, 0, 0
@@ -135,6 +145,32 @@ local dirty = false  -- the state fields must be written
 local clear = false  -- the window must be emptied
 local notify = false -- other replicas must drop what they cached
 local events = {}
+
+-- restore writes the caller's view back (see above) when Redis holds none
+-- or an older one. It runs once, at the first fetch.
+local seeded = false
+local function restore()
+  if seeded then return end
+  seeded = true
+  local sst = ARGV[11]
+  -- A hash found unreadable starts closed (SPEC 9), whatever the caller
+  -- saw: its view may be what the garbage was read as.
+  if not VALID[sst] or reborn then return end
+  local sgen = num(ARGV[12])
+  local cur = num(raw.gen)
+  if fresh and (sst ~= 'closed' or sgen > 0) or not fresh and sgen > cur then
+    raw = { st = sst, gen = ARGV[12], ver = I(math.max(num(ARGV[13]), num(raw.ver)) + 1), since = ARGV[14],
+      ou = ARGV[15], pu = ARGV[16], ot = ARGV[17], cf = '0', last = raw.last }
+    for _, f in ipairs(STATE) do loaded[f] = true end
+    for _, f in ipairs(WINDOW) do loaded[f] = true end
+    fresh, restored = false, true
+    dirty, clear, notify = true, true, true
+  elseif not fresh and sgen == cur and sst == 'open' and raw.st == 'open' and num(ARGV[15]) > num(raw.ou) then
+    raw.ou = ARGV[15] -- the latest open_until wins
+    raw.ver = I(num(raw.ver) + 1)
+    dirty, notify = true, true
+  end
+end
 
 -- fetch reads the named fields not read yet, then parses the state again:
 -- call it before changing anything. The first call must name 'st'.
@@ -176,6 +212,7 @@ local function fetch(names)
       if redis.call('DEL', key) == 1 then garbage, reborn = true, true end
       raw, fresh, dirty = {}, true, true
     end
+    restore()
   end
   st = raw.st or 'closed'
   since = num(raw.since)
@@ -282,6 +319,16 @@ local function save()
     end
   end
   if notify then
-    redis.call('PUBLISH', ARGV[8], cjson.encode({ k = ARGV[9], o = ARGV[10], v = I(ver) }))
+    -- The new state itself: replicas update their view without a read.
+    redis.call('PUBLISH', ARGV[8], cjson.encode({ k = ARGV[9], o = ARGV[10], v = I(ver), st = st, g = I(gen),
+      sn = I(since), ou = I(ou), pu = I(pu), ot = I(ot) }))
   end
+end
+
+-- reply is what every breaker script returns first: the transitions it
+-- made, then the breaker as it stands (the caller's new view), then the
+-- window's sums when known (-1 otherwise), then 1 when something
+-- unreadable was found (the caller logs the key), then extra.
+local function reply(wc, wf, ...)
+  return { events, st, I(gen), I(ver), I(since), I(ou), I(pu), I(ot), I(cf), I(wc), I(wf), garbage and 1 or 0, ... }
 end

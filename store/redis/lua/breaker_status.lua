@@ -1,6 +1,5 @@
 -- Status: reads the breaker, turning open into half-open when its time has
--- passed. Returns {state, since, open_until, open_total, calls, failures,
--- gen, ver, probe_until, last, events, garbage}.
+-- passed. Returns reply(calls, failures, open_total, last).
 fetch({ 'st', 'since', 'gen', 'ver', 'ou', 'pu', 'ot', 'cf', 'bp', 'wi', 'wc', 'wf', 'last' })
 advance()
 save()
@@ -12,4 +11,4 @@ local calls, failures = 0, 0
 if st == 'closed' and not clear then
   calls, failures = counts(math.floor(now / bp))
 end
-return { st, since, ou, total, calls, failures, gen, ver, pu, last or raw.last or false, events, garbage and 1 or 0 }
+return reply(calls, failures, I(total), last or raw.last or false)

@@ -1,0 +1,109 @@
+package redisstore_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/multas/aggregator"
+	"github.com/multas/aggregator/breaker"
+	"github.com/multas/aggregator/breaker/breakertest"
+	redisstore "github.com/multas/aggregator/store/redis"
+)
+
+// While a breaker is closed, a call costs no round trip (SPEC 11, "Cost"):
+// the replica decides from its view, and sends its counts for every
+// breaker in one pipelined round trip per flush.
+func TestClosedCallsCostNoRoundTrip(t *testing.T) {
+	t.Parallel()
+	s := breakertest.Settings()
+	rs := fleet(t, 1, time.Now, s, redisstore.Options{FlushInterval: time.Hour, RefreshInterval: time.Hour})
+	r := rs[0]
+	ids := []breaker.ID{caba}
+	for _, op := range []aggregator.Operation{aggregator.ByID, aggregator.Voucher} {
+		id := breaker.ID{Key: "caba", Operation: op}
+		r.set.Add(id, "caba", s)
+		ids = append(ids, id)
+	}
+	ctx := context.Background()
+	do := func(id breaker.ID, rep breaker.Report) {
+		c, err := r.set.Allow(ctx, id)
+		if err != nil {
+			t.Fatalf("%s: %v", id, err)
+		}
+		c.Done(ctx, rep)
+	}
+	for _, id := range ids {
+		do(id, succeed) // the first call reads the breaker: the view
+	}
+	if err := r.stores.Flush(ctx); err != nil { // loads the flush script
+		t.Fatal(err)
+	}
+	before := r.commands.n.Load()
+	for i := range 100 {
+		for _, id := range ids {
+			rep := succeed
+			if i%10 == 0 {
+				rep = fail
+			}
+			do(id, rep)
+		}
+	}
+	if n := r.commands.n.Load() - before; n != 0 {
+		t.Errorf("%d round trips for 300 calls through closed breakers, want 0", n)
+	}
+	before = r.commands.n.Load()
+	if err := r.stores.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := r.commands.n.Load() - before; n != 1 {
+		t.Errorf("the flush of 3 breakers took %d round trips, want 1", n)
+	}
+	for _, id := range ids {
+		st, err := r.set.Status(ctx, id)
+		if err != nil || st.State != breaker.Closed || st.Calls != 101 || st.Failures != 10 {
+			t.Errorf("%s: %+v, %v; want closed with 101 calls, 10 failures", id, st, err)
+		}
+	}
+}
+
+// With the background flush, two replicas making calls as fast as they can
+// send a round trip per flush interval, not per call.
+func TestFlushAmortised(t *testing.T) {
+	t.Parallel()
+	rs := fleet(t, 2, time.Now, breakertest.Settings(), redisstore.Options{})
+	ctx := context.Background()
+	for _, r := range rs {
+		call(t, r.set, succeed)
+	}
+	var before int64
+	for _, r := range rs {
+		before += r.commands.n.Load()
+	}
+	calls := 0
+	for end := time.Now().Add(300 * time.Millisecond); time.Now().Before(end); {
+		for _, r := range rs {
+			call(t, r.set, succeed)
+			calls++
+		}
+	}
+	var n int64
+	for _, r := range rs {
+		if err := r.stores.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+		n += r.commands.n.Load()
+	}
+	n -= before
+	t.Logf("%d calls, %d round trips", calls, n)
+	if calls < 100 {
+		t.Skipf("only %d calls in 300ms: too busy a machine to tell", calls)
+	}
+	if float64(n) > float64(calls)/10 {
+		t.Errorf("%d round trips for %d calls, want a small fraction", n, calls)
+	}
+	st, err := rs[0].set.Status(ctx, caba)
+	if err != nil || st.Calls != calls+2 {
+		t.Errorf("status = %+v, %v; want the %d calls counted", st, err, calls+2)
+	}
+}
