@@ -81,6 +81,11 @@ func (s Settings) lease() time.Duration {
 // ErrOpen is matched (errors.Is) by every refusal of a breaker.
 var ErrOpen = errors.New("circuit open")
 
+// MaxRetryAfterFloor bounds how far a portal's Retry-After can push an
+// open time past open_for: a portal cannot hold its breaker open for
+// years (the Redis store's scripts apply the same bound).
+const MaxRetryAfterFloor = 24 * time.Hour
+
 // ErrUnknown is returned for a breaker that was never configured.
 var ErrUnknown = errors.New("unknown breaker")
 

@@ -170,6 +170,7 @@ func (e *memEntry) advance(id ID, now time.Time) []Event {
 
 func (e *memEntry) open(id ID, now time.Time, reason string, ev Evidence, retryAfter time.Duration) Event {
 	d := e.settings.OpenFor
+	retryAfter = min(retryAfter, MaxRetryAfterFloor)
 	if retryAfter > d {
 		d = retryAfter
 		ev.RetryAfter = retryAfter.Seconds()

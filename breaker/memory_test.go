@@ -132,3 +132,27 @@ func TestMemoryStoreFleet(t *testing.T) {
 		return out
 	})
 }
+
+func TestRetryAfterFloorBounded(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := breaker.NewMemoryStore()
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	id := breaker.ID{Key: "k", Operation: aggregator.ByDomain}
+	settings := breakertest.Settings()
+	settings.ConsecutiveFailures = 1
+	p, _, err := s.Allow(ctx, id, settings, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := breaker.Report{Outcome: aggregator.Unavailable, Status: 503, RetryAfter: 200 * 365 * 24 * time.Hour}
+	if _, err := s.Done(ctx, id, p, breaker.Classify(r, settings), r, settings, now); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.Allow(ctx, id, settings, now.Add(time.Hour)); err == nil {
+		t.Fatal("the breaker did not open")
+	}
+	if _, _, err := s.Allow(ctx, id, settings, now.Add(breaker.MaxRetryAfterFloor+time.Second)); err != nil {
+		t.Errorf("still refused a day later (%v): a Retry-After of 200 years held the breaker", err)
+	}
+}
