@@ -80,9 +80,9 @@ func (e *Engine) call(ctx context.Context, m Member, op aggregator.Operation, do
 		res := classify(ctx, status, pause, err)
 		c.Done(context.WithoutCancel(ctx), breaker.Report{Outcome: res.outcome, Status: res.status, Elapsed: elapsed, RetryAfter: res.retryAfter})
 		if res.outcome == aggregator.Succeeded && op == aggregator.Voucher {
-			res.observe = func(o aggregator.Outcome) { e.observe(source, op, o, elapsed) }
+			res.observe = func(o aggregator.Outcome) { e.observeCall(ctx, source, op, o, elapsed) }
 		} else {
-			e.observe(source, op, res.outcome, elapsed)
+			e.observeCall(ctx, source, op, res.outcome, elapsed)
 		}
 		// Any answer that asked for a pause sets it (SPEC 4.2): a 429, a
 		// 503 with Retry-After, or an exhausted RateLimit quota on any
