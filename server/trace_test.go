@@ -80,7 +80,7 @@ sources:
 				t.Errorf("span name %q holds the infraction id", s.Name())
 			}
 			for _, kv := range s.Attributes() {
-				if strings.Contains(kv.Value.Emit(), infraction) {
+				if strings.Contains(kv.Value.String(), infraction) {
 					t.Errorf("span %q: attribute %s holds the infraction id", s.Name(), kv.Key)
 				}
 			}
@@ -105,7 +105,7 @@ sources:
 		}
 		got := map[string]string{}
 		for _, kv := range lookup.Attributes() {
-			got[string(kv.Key)] = kv.Value.Emit()
+			got[string(kv.Key)] = kv.Value.String()
 		}
 		if got["aggregator.operation"] != "voucher" || got["aggregator.outcome"] != "succeeded" || got["aggregator.attempts"] != "1" {
 			t.Errorf("lookup attributes %v, want a voucher that succeeded in 1 attempt", got)
