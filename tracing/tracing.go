@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/url"
 	"strconv"
 	"strings"
 
@@ -59,7 +60,7 @@ func Enabled(getenv func(string) string) bool {
 // is off, the provider is a no-op and Shutdown does nothing; the
 // propagator is always W3C Trace Context, so that a caller's traceparent
 // still reaches the portals. The OTLP exporters read their own standard
-// variables (endpoint, headers, timeout, TLS) from the process
+// variables (headers, timeout, TLS, compression) from the process
 // environment; OTEL_BSP_* tune the batch processor.
 func Setup(ctx context.Context, getenv func(string) string) (*Tracing, error) {
 	t := &Tracing{
@@ -101,11 +102,43 @@ func exporter(ctx context.Context, getenv func(string) string) (sdktrace.SpanExp
 	}
 	switch protocol {
 	case "", "http/protobuf":
-		return otlptracehttp.New(ctx)
+		u, err := endpoint(getenv, "/v1/traces")
+		if err != nil {
+			return nil, err
+		}
+		return otlptracehttp.New(ctx, otlptracehttp.WithEndpointURL(u))
 	case "grpc":
-		return otlptracegrpc.New(ctx)
+		u, err := endpoint(getenv, "")
+		if err != nil {
+			return nil, err
+		}
+		return otlptracegrpc.New(ctx, otlptracegrpc.WithEndpointURL(u))
 	}
 	return nil, fmt.Errorf("OTEL_EXPORTER_OTLP_PROTOCOL %q: want http/protobuf or grpc", protocol)
+}
+
+// endpoint is the collector's URL as getenv tells it (the exporters would
+// otherwise read the process environment, and fall back to localhost on
+// a URL they cannot read): OTEL_EXPORTER_OTLP_TRACES_ENDPOINT as is, else
+// OTEL_EXPORTER_OTLP_ENDPOINT with signalPath appended, as the OTLP
+// specification says.
+func endpoint(getenv func(string) string, signalPath string) (string, error) {
+	name := "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"
+	v := getenv(name)
+	if v == "" {
+		name = "OTEL_EXPORTER_OTLP_ENDPOINT"
+		v = getenv(name)
+	} else {
+		signalPath = ""
+	}
+	u, err := url.Parse(v)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return "", fmt.Errorf("%s: want an http:// or https:// URL", name)
+	}
+	if signalPath != "" {
+		u.Path = strings.TrimSuffix(u.Path, "/") + signalPath
+	}
+	return u.String(), nil
 }
 
 // Sampler is the sampler OTEL_TRACES_SAMPLER and OTEL_TRACES_SAMPLER_ARG

@@ -63,6 +63,9 @@ func TestSetup(t *testing.T) {
 			"OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": "http/protobuf"}, true, ""},
 		{"unknown protocol", map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": ep, "OTEL_EXPORTER_OTLP_PROTOCOL": "http/json"}, false, "OTEL_EXPORTER_OTLP_PROTOCOL"},
 		{"unknown exporter", map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": ep, "OTEL_TRACES_EXPORTER": "zipkin"}, false, "OTEL_TRACES_EXPORTER"},
+		{"endpoint not a URL", map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "collector:4318"}, false, "OTEL_EXPORTER_OTLP_ENDPOINT"},
+		{"traces endpoint not a URL", map[string]string{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "::"}, false, "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"},
+		{"grpc endpoint not a URL", map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "ftp://c", "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"}, false, "OTEL_EXPORTER_OTLP_ENDPOINT"},
 		{"bad sampler", map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": ep, "OTEL_TRACES_SAMPLER": "sometimes"}, false, "OTEL_TRACES_SAMPLER"},
 	}
 	for _, tt := range tests {
@@ -208,5 +211,27 @@ func TestLogAttrs(t *testing.T) {
 	got := LogAttrs(ctx)
 	if want := slog.String("trace_id", span.SpanContext().TraceID().String()); len(got) != 1 || !got[0].Equal(want) {
 		t.Errorf("LogAttrs = %v, want %v", got, want)
+	}
+}
+
+// The collector's URL: the traces variable as is, the generic one with
+// /v1/traces appended for OTLP/HTTP and nothing for gRPC.
+func TestEndpoint(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		env        map[string]string
+		signalPath string
+		want       string
+	}{
+		{map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4318"}, "/v1/traces", "http://c:4318/v1/traces"},
+		{map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "https://c/otlp/"}, "/v1/traces", "https://c/otlp/v1/traces"},
+		{map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4317"}, "", "http://c:4317"},
+		{map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4318", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://t:9/x"}, "/v1/traces", "http://t:9/x"},
+	}
+	for _, tt := range tests {
+		got, err := endpoint(env(tt.env), tt.signalPath)
+		if err != nil || got != tt.want {
+			t.Errorf("endpoint(%v) = %q, %v; want %q", tt.env, got, err, tt.want)
+		}
 	}
 }

@@ -166,7 +166,11 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	}
 	// Log lines written about a request carry its request_id, and its
 	// trace_id when tracing is on.
-	logger := correlation.Logger(slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: level})), tracing.LogAttrs)
+	var hooks []correlation.AttrsFunc
+	if tracing.Enabled(getenv) {
+		hooks = append(hooks, tracing.LogAttrs)
+	}
+	logger := correlation.Logger(slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: level})), hooks...)
 	// go-redis reports reconnection attempts through a process-wide logger;
 	// our stores already say once when Redis goes and comes back.
 	redis.SetLogger(redisLog{logger})
