@@ -45,6 +45,7 @@ func (e *Engine) call(ctx context.Context, m Member, op aggregator.Operation, do
 		if e.opts.Limiter != nil {
 			if err := e.opts.Limiter.Admit(ctx, source, remaining(ctx)); err != nil {
 				if last != nil {
+					skipEvent(ctx, aggregator.SkippedRateLimited) // a retry held back
 					return *last
 				}
 				var le *ratelimit.LimitedError
@@ -63,6 +64,7 @@ func (e *Engine) call(ctx context.Context, m Member, op aggregator.Operation, do
 		c, err := e.opts.Breakers.Allow(ctx, id)
 		if err != nil {
 			if last != nil {
+				skipEvent(ctx, aggregator.SkippedOpen)
 				return *last // the breaker opened while we retried
 			}
 			var oe *breaker.OpenError

@@ -53,11 +53,8 @@ func (l *lookupSpan) end(o aggregator.Outcome, problemType string) {
 		tracing.AttrOutcome.String(string(o)),
 		tracing.AttrAttempts.Int(l.attempts),
 	}
-	switch o {
-	case aggregator.SkippedOpen:
-		l.span.AddEvent("aggregator.skipped", trace.WithAttributes(attribute.String("aggregator.reason", "circuit breaker open")))
-	case aggregator.SkippedRateLimited:
-		l.span.AddEvent("aggregator.skipped", trace.WithAttributes(attribute.String("aggregator.reason", "rate limited")))
+	if o.Skipped() {
+		addSkipEvent(l.span, o)
 	}
 	if problemType != "" {
 		attrs = append(attrs, tracing.AttrProblemType.String(problemType))
@@ -75,4 +72,19 @@ func problemType(p *problem.Problem) string {
 		return ""
 	}
 	return p.Type
+}
+
+// skipEvent records on ctx's span that the breaker or the limiter kept a
+// call (a retry, here) from going: outcome is SkippedOpen or
+// SkippedRateLimited.
+func skipEvent(ctx context.Context, o aggregator.Outcome) {
+	addSkipEvent(trace.SpanFromContext(ctx), o)
+}
+
+func addSkipEvent(span trace.Span, o aggregator.Outcome) {
+	reason := "circuit breaker open"
+	if o == aggregator.SkippedRateLimited {
+		reason = "rate limited"
+	}
+	span.AddEvent("aggregator.skipped", trace.WithAttributes(attribute.String("aggregator.reason", reason)))
 }

@@ -37,15 +37,17 @@ func TestLookupSpans(t *testing.T) {
 		retries      int
 		forceOpen    bool
 		limited      bool // a first query spends the only token
+		oneToken     bool // the limiter lets one call go
 		wantOutcome  aggregator.Outcome
 		wantProblem  string
 		wantAttempts int64
 		wantEvent    string
 	}{
-		{"success", http.StatusOK, 0, false, false, aggregator.Succeeded, "", 1, ""},
-		{"503 retried", http.StatusServiceUnavailable, 2, false, false, aggregator.Unavailable, "source-unavailable", 3, ""},
-		{"breaker open", http.StatusOK, 0, true, false, aggregator.SkippedOpen, "circuit-open", 0, "circuit breaker open"},
-		{"rate limited", http.StatusOK, 0, false, true, aggregator.SkippedRateLimited, "rate-limited", 0, "rate limited"},
+		{"success", http.StatusOK, 0, false, false, false, aggregator.Succeeded, "", 1, ""},
+		{"503 retried", http.StatusServiceUnavailable, 2, false, false, false, aggregator.Unavailable, "source-unavailable", 3, ""},
+		{"breaker open", http.StatusOK, 0, true, false, false, aggregator.SkippedOpen, "circuit-open", 0, "circuit breaker open"},
+		{"rate limited", http.StatusOK, 0, false, true, false, aggregator.SkippedRateLimited, "rate-limited", 0, "rate limited"},
+		{"retry held by the limiter", http.StatusServiceUnavailable, 2, false, false, true, aggregator.Unavailable, "source-unavailable", 1, "rate limited"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -82,7 +84,7 @@ func TestLookupSpans(t *testing.T) {
 				}
 			}
 			lim := ratelimit.New(ratelimit.NewMemoryStore(), time.Now)
-			if tt.limited {
+			if tt.limited || tt.oneToken {
 				lim.Configure("caba", ratelimit.Settings{RPS: 0.001, Burst: 1})
 			}
 			rec := tracetest.NewSpanRecorder()
