@@ -13,6 +13,10 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/multas/aggregator"
 	"github.com/multas/aggregator/async"
 	"github.com/multas/aggregator/breaker"
@@ -25,7 +29,7 @@ import (
 	"github.com/multas/aggregator/server"
 	"github.com/multas/aggregator/sources"
 	redisstore "github.com/multas/aggregator/store/redis"
-	"github.com/redis/go-redis/v9"
+	"github.com/multas/aggregator/tracing"
 )
 
 // Options are the outside world the App runs in; zero values are defaults.
@@ -59,6 +63,12 @@ type Options struct {
 	// Build identifies the binary on /metrics (aggregator_build_info);
 	// unknown fields are "unknown".
 	Build metrics.BuildInfo
+
+	// TracerProvider and Propagator trace requests, source lookups and
+	// portal and webhook calls (SPEC 10, tracing.Setup); no spans when
+	// nil, and W3C Trace Context when Propagator is nil.
+	TracerProvider trace.TracerProvider
+	Propagator     propagation.TextMapPropagator
 }
 
 // App is one aggregator replica.
@@ -111,6 +121,8 @@ func New(cfg *config.Config, opts Options) (*App, error) {
 		// Its pooled connections (two goroutines each) end with the App.
 		a.closers = append(a.closers, func() error { tr.CloseIdleConnections(); return nil })
 	}
+	// Every portal call is a client span that sends its traceparent.
+	opts.Transport = tracing.Transport(opts.Transport, opts.TracerProvider, opts.Propagator)
 	var m *metrics.Metrics
 	a.Breakers = breaker.NewSet(opts.BreakerStore, breaker.Options{
 		Now:    opts.Now,
@@ -168,6 +180,7 @@ func New(cfg *config.Config, opts Options) (*App, error) {
 	catalog := problem.Catalog{Base: cfg.Problems.BaseURI}
 	a.Engine = fanout.New(members, fanout.Options{
 		Breakers: a.Breakers, Limiter: a.Limiter, Problems: catalog, Observer: m, Now: opts.Now,
+		Tracer: tracing.Tracer(opts.TracerProvider),
 	})
 	var keys *ratelimit.Keys
 	if len(cfg.Server.APIKeys) > 0 {
@@ -193,6 +206,7 @@ func New(cfg *config.Config, opts Options) (*App, error) {
 		Logger: opts.Logger, Deadline: time.Duration(cfg.Query.Deadline), MaxDeadline: time.Duration(cfg.Query.MaxDeadline),
 		AdminToken: cfg.Server.AdminToken, Keys: keys, Now: opts.Now, Async: a.Async,
 		Ready: ready, ShareSettings: share, MaxInFlight: cfg.Server.MaxInFlight,
+		Tracer: tracing.Tracer(opts.TracerProvider), Propagator: opts.Propagator,
 	})
 	a.Async.Start()
 	built = true

@@ -32,7 +32,8 @@ func (a *App) newAsync(cfg *config.Config, opts Options) error {
 		MaxAttempts: cfg.Webhooks.MaxAttempts, Backoff: time.Duration(cfg.Webhooks.Backoff),
 		AllowPrivate:    cfg.Webhooks.AllowPrivate,
 		BreakerFailures: cfg.Webhooks.Breaker.ConsecutiveFailures, BreakerOpenFor: time.Duration(cfg.Webhooks.Breaker.OpenFor),
-		Resolver:   opts.Resolver,
+		Resolver:       opts.Resolver,
+		TracerProvider: opts.TracerProvider, Propagator: opts.Propagator,
 		OnDelivery: func(outcome string) { m.Deliveries.WithLabelValues(outcome).Inc() },
 		OnDLQ:      func(n int) { m.DLQ.Set(float64(n)) },
 	})

@@ -9,10 +9,14 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/multas/aggregator"
 	"github.com/multas/aggregator/breaker"
 	"github.com/multas/aggregator/fanout"
 	"github.com/multas/aggregator/ratelimit"
+	"github.com/multas/aggregator/tracing"
 )
 
 // Options configure a Manager. Zero values are the documented defaults.
@@ -62,6 +66,11 @@ type Options struct {
 	// private addresses unless AllowPrivate (it does not follow proxies
 	// from the environment, which would bypass that check).
 	Transport http.RoundTripper
+	// TracerProvider and Propagator make each delivery attempt a client
+	// span whose traceparent reaches the receiver (SPEC 10); no spans when
+	// nil.
+	TracerProvider trace.TracerProvider
+	Propagator     propagation.TextMapPropagator
 
 	// Poll is the longest pending work waits before it is looked at again
 	// (1 s): breakers recovered on another replica, or without an event
@@ -203,7 +212,7 @@ func New(opts Options) (*Manager, error) {
 		tr = m.ownedTr
 	}
 	m.client = &http.Client{
-		Transport: tr,
+		Transport: tracing.Transport(tr, opts.TracerProvider, opts.Propagator),
 		// A redirect is not a delivery, and following one could lead the
 		// delivery anywhere.
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },

@@ -45,6 +45,7 @@ func (e *Engine) call(ctx context.Context, m Member, op aggregator.Operation, do
 		if e.opts.Limiter != nil {
 			if err := e.opts.Limiter.Admit(ctx, source, remaining(ctx)); err != nil {
 				if last != nil {
+					skipEvent(ctx, aggregator.SkippedRateLimited) // a retry held back
 					return *last
 				}
 				var le *ratelimit.LimitedError
@@ -63,6 +64,7 @@ func (e *Engine) call(ctx context.Context, m Member, op aggregator.Operation, do
 		c, err := e.opts.Breakers.Allow(ctx, id)
 		if err != nil {
 			if last != nil {
+				skipEvent(ctx, aggregator.SkippedOpen)
 				return *last // the breaker opened while we retried
 			}
 			var oe *breaker.OpenError
@@ -86,9 +88,9 @@ func (e *Engine) call(ctx context.Context, m Member, op aggregator.Operation, do
 		res := classify(ctx, status, pause, err)
 		c.Done(context.WithoutCancel(ctx), breaker.Report{Outcome: res.outcome, Status: res.status, Elapsed: elapsed, RetryAfter: res.retryAfter})
 		if res.outcome == aggregator.Succeeded && op == aggregator.Voucher {
-			res.observe = func(o aggregator.Outcome) { e.observe(source, op, o, elapsed) }
+			res.observe = func(o aggregator.Outcome) { e.observeCall(ctx, source, op, o, elapsed) }
 		} else {
-			e.observe(source, op, res.outcome, elapsed)
+			e.observeCall(ctx, source, op, res.outcome, elapsed)
 		}
 		// Any answer that asked for a pause sets it (SPEC 4.2): a 429, a
 		// 503 with Retry-After, or an exhausted RateLimit quota on any

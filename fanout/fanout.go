@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/sync/singleflight"
 
 	"github.com/multas/aggregator"
@@ -66,6 +67,12 @@ type Observer interface {
 	SourceCall(source string, op aggregator.Operation, outcome aggregator.Outcome, d time.Duration)
 }
 
+// ContextObserver is an Observer that also hears the context of a call
+// that went to the portal (its span, for exemplars).
+type ContextObserver interface {
+	SourceCallContext(ctx context.Context, source string, op aggregator.Operation, outcome aggregator.Outcome, d time.Duration)
+}
+
 // Options configure an Engine.
 type Options struct {
 	Breakers *breaker.Set
@@ -76,6 +83,8 @@ type Options struct {
 	Now func() time.Time
 	// Sleep waits d or until ctx ends; a timer when nil (tests shorten it).
 	Sleep func(ctx context.Context, d time.Duration) error
+	// Tracer opens a span per source lookup (trace.go); none when nil.
+	Tracer trace.Tracer
 }
 
 // Engine fans queries out to its members.
@@ -223,15 +232,17 @@ func (e *Engine) shared(ctx context.Context, m Member, q aggregator.Query) part 
 }
 
 // lookup is one source's part of a query: limiter, breaker, calls, retries.
-func (e *Engine) lookup(ctx context.Context, m Member, q aggregator.Query) part {
+func (e *Engine) lookup(ctx context.Context, m Member, q aggregator.Query) (p part) {
 	op := q.Operation()
+	ctx, span := e.startLookup(ctx, m, op)
+	defer func() { span.end(p.entry.Outcome, problemType(p.entry.Problem)) }()
 	start := e.opts.Now()
 	var answer sources.Answer
-	res := e.call(ctx, m, op, func(ctx context.Context) (int, time.Duration, error) {
+	res := e.call(ctx, m, op, span.counted(func(ctx context.Context) (int, time.Duration, error) {
 		var err error
 		answer, err = m.Source.Lookup(ctx, q)
 		return 0, answer.Pause, err
-	})
+	}))
 	elapsed := e.opts.Now().Sub(start)
 	if res.release != nil {
 		res.release()
@@ -239,7 +250,7 @@ func (e *Engine) lookup(ctx context.Context, m Member, q aggregator.Query) part 
 	if res.outcome != aggregator.Succeeded {
 		return e.entry(m, op, res.outcome, res.status, res.err, res.retryAfter, res.detail)
 	}
-	p := e.entry(m, op, aggregator.Succeeded, 0, nil, 0, "")
+	p = e.entry(m, op, aggregator.Succeeded, 0, nil, 0, "")
 	n := len(answer.Infractions)
 	ms := elapsed.Milliseconds()
 	p.entry.Count, p.entry.DurationMS = &n, &ms
@@ -309,6 +320,15 @@ func sleep(ctx context.Context, d time.Duration) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// observeCall reports a call that went to the portal, with its context.
+func (e *Engine) observeCall(ctx context.Context, source string, op aggregator.Operation, o aggregator.Outcome, d time.Duration) {
+	if co, ok := e.opts.Observer.(ContextObserver); ok {
+		co.SourceCallContext(ctx, source, op, o, d)
+		return
+	}
+	e.observe(source, op, o, d)
 }
 
 func (e *Engine) observe(source string, op aggregator.Operation, o aggregator.Outcome, d time.Duration) {

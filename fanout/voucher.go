@@ -32,20 +32,28 @@ func (e *Engine) Voucher(ctx context.Context, source, infractionID string, budge
 		return nil, e.opts.Problems.Invalid(problem.InvalidParam{Name: "infraction_id", Reason: reason})
 	}
 	ctx, cancel := context.WithTimeout(ctx, budget)
+	// The span ends with the relay of the body, whose outcome is the call's.
+	ctx, span := e.startLookup(ctx, m, aggregator.Voucher)
 	var v *sources.Voucher
-	res := e.call(ctx, m, aggregator.Voucher, func(ctx context.Context) (int, time.Duration, error) {
+	res := e.call(ctx, m, aggregator.Voucher, span.counted(func(ctx context.Context) (int, time.Duration, error) {
 		var err error
 		if v, err = m.Source.Voucher(ctx, infractionID); err != nil {
 			return 0, 0, err
 		}
 		return 0, v.Pause, nil
-	})
+	}))
 	if res.outcome == aggregator.Succeeded {
 		release, observe := res.release, res.observe
 		v.Body = &releasingBody{ReadCloser: v.Body, release: func(err error) {
+			o := streamOutcome(ctx, err)
 			if observe != nil {
-				observe(streamOutcome(ctx, err))
+				observe(o)
 			}
+			pt := ""
+			if o != aggregator.Succeeded {
+				pt = e.opts.Problems.New(o.Slug(), "").Type
+			}
+			span.end(o, pt)
 			release()
 			cancel()
 		}}
@@ -53,7 +61,9 @@ func (e *Engine) Voucher(ctx context.Context, source, infractionID string, budge
 	}
 	cancel()
 	if errors.Is(res.err, sources.ErrNotFound) {
-		return nil, e.opts.Problems.New(problem.NotFound, "The portal has no voucher for this infraction.")
+		p := e.opts.Problems.New(problem.NotFound, "The portal has no voucher for this infraction.")
+		span.end(res.outcome, p.Type)
+		return nil, p
 	}
 	outcome := res.outcome
 	if outcome == aggregator.SkippedRateLimited {
@@ -67,6 +77,7 @@ func (e *Engine) Voucher(ctx context.Context, source, infractionID string, budge
 	if res.retryAfter > 0 || outcome == aggregator.RateLimited || outcome == aggregator.SkippedOpen {
 		p.SetRetryAfter(res.retryAfter)
 	}
+	span.end(res.outcome, p.Type)
 	return nil, p
 }
 

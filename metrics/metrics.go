@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/multas/aggregator"
 	"github.com/multas/aggregator/breaker"
@@ -125,12 +126,14 @@ func (m *Metrics) SetBuildInfo(b BuildInfo) {
 // Registry is where every metric of the service is registered.
 func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
 
-// Handler serves the registry in the Prometheus exposition format. It
+// Handler serves the registry in the Prometheus exposition format, or in
+// OpenMetrics (with the trace_id exemplars of the latency histograms) to a
+// scraper that asks for it. It
 // reads every breaker before gathering, so that a transition which that
 // read brings about (open to half-open once open_for has passed) is
 // counted in the same scrape that shows the new state.
 func (m *Metrics) Handler() http.Handler {
-	h := promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg})
+	h := promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg, EnableOpenMetrics: true})
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		m.breakers.refresh(r.Context())
 		h.ServeHTTP(w, r)
@@ -141,9 +144,11 @@ func (m *Metrics) Handler() http.Handler {
 // (never the URL: paths and queries carry plates and ids). A method other
 // than the eight of RFC 9110 and PATCH is counted as "other": a client may
 // send any token as a method, and each would be a new series.
-func (m *Metrics) HTTPRequest(route, method string, code int, d time.Duration) {
+//
+// ctx is the request's: its sampled span is the duration's exemplar.
+func (m *Metrics) HTTPRequest(ctx context.Context, route, method string, code int, d time.Duration) {
 	m.httpReqs.WithLabelValues(route, methodLabel(method), strconv.Itoa(code)).Inc()
-	m.httpSecs.WithLabelValues(route).Observe(d.Seconds())
+	observe(ctx, m.httpSecs.WithLabelValues(route), d.Seconds())
 }
 
 // methodLabel bounds the method label to the standard methods.
@@ -158,17 +163,36 @@ func methodLabel(method string) string {
 
 // SourceCall implements fanout.Observer.
 func (m *Metrics) SourceCall(source string, op aggregator.Operation, o aggregator.Outcome, d time.Duration) {
+	m.SourceCallContext(context.Background(), source, op, o, d)
+}
+
+// SourceCallContext implements fanout.ContextObserver: ctx's sampled span
+// is the duration's exemplar.
+func (m *Metrics) SourceCallContext(ctx context.Context, source string, op aggregator.Operation, o aggregator.Outcome, d time.Duration) {
 	m.calls.WithLabelValues(source, string(op), string(o)).Inc()
 	if !o.Skipped() && d > 0 {
-		m.callSeconds.WithLabelValues(source, string(op)).Observe(d.Seconds())
+		observe(ctx, m.callSeconds.WithLabelValues(source, string(op)), d.Seconds())
 	}
 }
 
-// Query records one synchronous query.
-func (m *Metrics) Query(op aggregator.Operation, outcome string, d time.Duration) {
+// observe records v in h, with the trace_id of ctx's span as exemplar when
+// that span is sampled (SPEC 10, Correlation).
+func observe(ctx context.Context, h prometheus.Observer, v float64) {
+	if sc := trace.SpanContextFromContext(ctx); sc.IsSampled() {
+		if eo, ok := h.(prometheus.ExemplarObserver); ok {
+			eo.ObserveWithExemplar(v, prometheus.Labels{"trace_id": sc.TraceID().String()})
+			return
+		}
+	}
+	h.Observe(v)
+}
+
+// Query records one synchronous query; ctx is the request's, whose
+// sampled span is the duration's exemplar.
+func (m *Metrics) Query(ctx context.Context, op aggregator.Operation, outcome string, d time.Duration) {
 	m.queries.WithLabelValues(string(op), outcome).Inc()
 	if d > 0 {
-		m.querySecs.WithLabelValues(string(op)).Observe(d.Seconds())
+		observe(ctx, m.querySecs.WithLabelValues(string(op)), d.Seconds())
 	}
 }
 

@@ -44,6 +44,6 @@ func (s *Server) overloaded(c *gin.Context) {
 		if route == "" {
 			route = "unmatched"
 		}
-		s.opts.Metrics.HTTPRequest(route, c.Request.Method, p.Status, 0)
+		s.opts.Metrics.HTTPRequest(c.Request.Context(), route, c.Request.Method, p.Status, 0)
 	}
 }

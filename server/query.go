@@ -56,7 +56,7 @@ func (s *Server) observeInvalid(hasDomain, hasID bool) {
 	if hasDomain {
 		op = aggregator.ByDomain
 	}
-	s.opts.Metrics.Query(op, "invalid", 0)
+	s.opts.Metrics.Query(context.Background(), op, "invalid", 0)
 }
 
 // unavailable is the 503 no-source-available document: the problem with
@@ -75,11 +75,11 @@ func (s *Server) answer(c *gin.Context, q aggregator.Query, set []fanout.Member,
 		if !res.Complete {
 			outcome = "partial"
 		}
-		s.observeQuery(q, outcome, elapsed)
+		s.observeQuery(c.Request.Context(), q, outcome, elapsed)
 		writeJSON(c, http.StatusOK, res)
 		return
 	}
-	s.observeQuery(q, "unavailable", elapsed)
+	s.observeQuery(c.Request.Context(), q, "unavailable", elapsed)
 	p := s.opts.Problems.New(problem.NoSourceAvailable, "No source answered; sources lists why, one by one.")
 	if len(res.Sources) == 0 {
 		p.Detail = "No configured source can answer this query."
@@ -104,9 +104,9 @@ func shortestRetry(entries []aggregator.SourceResult) (int, bool) {
 	return best, len(entries) > 0
 }
 
-func (s *Server) observeQuery(q aggregator.Query, outcome string, d time.Duration) {
+func (s *Server) observeQuery(ctx context.Context, q aggregator.Query, outcome string, d time.Duration) {
 	if s.opts.Metrics != nil {
-		s.opts.Metrics.Query(q.Operation(), outcome, d)
+		s.opts.Metrics.Query(ctx, q.Operation(), outcome, d)
 	}
 }
 

@@ -111,7 +111,7 @@ func (s *Server) accessLog(c *gin.Context) {
 		slog.String("method", c.Request.Method), slog.String("route", route),
 		slog.Int("status", c.Writer.Status()), slog.Float64("duration_ms", durationMS(elapsed)))
 	if s.opts.Metrics != nil {
-		s.opts.Metrics.HTTPRequest(route, c.Request.Method, c.Writer.Status(), elapsed)
+		s.opts.Metrics.HTTPRequest(c.Request.Context(), route, c.Request.Method, c.Writer.Status(), elapsed)
 	}
 }
 

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/multas/aggregator/breaker"
 	"github.com/multas/aggregator/correlation"
@@ -49,6 +51,11 @@ type Options struct {
 	// MaxInFlight bounds the requests served at once, health, readiness
 	// and metrics excepted; DefaultMaxInFlight when zero (SPEC 9).
 	MaxInFlight int
+	// Tracer opens a server span per request, child of the caller's
+	// traceparent as Propagator (W3C Trace Context when nil) reads it; no
+	// spans when nil.
+	Tracer     trace.Tracer
+	Propagator propagation.TextMapPropagator
 }
 
 // Server serves the API.

@@ -34,6 +34,7 @@ import (
 	"github.com/multas/aggregator/correlation"
 	"github.com/multas/aggregator/portalsim"
 	"github.com/multas/aggregator/server"
+	"github.com/multas/aggregator/tracing"
 )
 
 func main() {
@@ -168,8 +169,13 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 			"(127.0.0.1, ::1 or localhost, with a port); to serve on other addresses, run with -config FILE\n", *f.listen)
 		return exitUsage
 	}
-	// Log lines written about a request carry its request_id.
-	logger := correlation.Logger(slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: level})))
+	// Log lines written about a request carry its request_id, and its
+	// trace_id when tracing is on.
+	var hooks []correlation.AttrsFunc
+	if tracing.Enabled(getenv) {
+		hooks = append(hooks, tracing.LogAttrs)
+	}
+	logger := correlation.Logger(slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: level})), hooks...)
 	// go-redis reports reconnection attempts through a process-wide logger;
 	// our stores already say once when Redis goes and comes back.
 	redis.SetLogger(redisLog{logger})
@@ -196,7 +202,13 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		}
 	}
 
-	a, err := app.New(cfg, app.Options{Logger: logger, Build: buildInfo(version, debug.ReadBuildInfo)})
+	tr, err := setupTracing(ctx, getenv, logger)
+	if err != nil {
+		return err
+	}
+	defer tr.Shutdown()
+	a, err := app.New(cfg, app.Options{Logger: logger, Build: buildInfo(version, debug.ReadBuildInfo),
+		TracerProvider: tr.Provider, Propagator: tr.Propagator})
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,90 @@
+package fanout
+
+import (
+	"context"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
+
+	"github.com/multas/aggregator"
+	"github.com/multas/aggregator/problem"
+	"github.com/multas/aggregator/tracing"
+)
+
+// lookupSpan is the span of one source's part of a query or voucher
+// (SPEC 10). It names the source, the operation and the breaker key, and,
+// once the part ended, its outcome, the problem type when it did not
+// succeed and how many calls went to the portal. Nothing in it comes from
+// the query: no plate, person id or URL.
+type lookupSpan struct {
+	span     trace.Span
+	attempts int
+}
+
+// startLookup opens the span of m's part of op under ctx.
+func (e *Engine) startLookup(ctx context.Context, m Member, op aggregator.Operation) (context.Context, *lookupSpan) {
+	tracer := e.opts.Tracer
+	if tracer == nil {
+		tracer = noop.NewTracerProvider().Tracer("")
+	}
+	ctx, span := tracer.Start(ctx, "lookup "+m.Source.ID(), trace.WithAttributes(
+		tracing.AttrSource.String(m.Source.ID()),
+		tracing.AttrOperation.String(string(op)),
+		tracing.AttrBreakerKey.String(m.BreakerKey),
+	))
+	return ctx, &lookupSpan{span: span}
+}
+
+// counted wraps do so that the span counts the calls that went.
+func (l *lookupSpan) counted(do attempt) attempt {
+	return func(ctx context.Context) (int, time.Duration, error) {
+		l.attempts++
+		return do(ctx)
+	}
+}
+
+// end records the outcome of the part and ends the span. problemType is
+// the type of its problem, "" when it succeeded.
+func (l *lookupSpan) end(o aggregator.Outcome, problemType string) {
+	attrs := []attribute.KeyValue{
+		tracing.AttrOutcome.String(string(o)),
+		tracing.AttrAttempts.Int(l.attempts),
+	}
+	if o.Skipped() {
+		addSkipEvent(l.span, o)
+	}
+	if problemType != "" {
+		attrs = append(attrs, tracing.AttrProblemType.String(problemType))
+	}
+	if o != aggregator.Succeeded && !o.Skipped() {
+		l.span.SetStatus(codes.Error, string(o))
+	}
+	l.span.SetAttributes(attrs...)
+	l.span.End()
+}
+
+// problemType is the type of p, or "" when there is none.
+func problemType(p *problem.Problem) string {
+	if p == nil {
+		return ""
+	}
+	return p.Type
+}
+
+// skipEvent records on ctx's span that the breaker or the limiter kept a
+// call (a retry, here) from going: outcome is SkippedOpen or
+// SkippedRateLimited.
+func skipEvent(ctx context.Context, o aggregator.Outcome) {
+	addSkipEvent(trace.SpanFromContext(ctx), o)
+}
+
+func addSkipEvent(span trace.Span, o aggregator.Outcome) {
+	reason := "circuit breaker open"
+	if o == aggregator.SkippedRateLimited {
+		reason = "rate limited"
+	}
+	span.AddEvent("aggregator.skipped", trace.WithAttributes(attribute.String("aggregator.reason", reason)))
+}
