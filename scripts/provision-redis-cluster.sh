@@ -40,9 +40,12 @@ done
 addrs=()
 for p in "${ports[@]}"; do
   mkdir -p "$dir/$p"
-  # A small node timeout: a killed primary is replaced within seconds.
+  # A generous node timeout: on a CI machine busy with the race detector a
+  # node may not answer gossip for a second, and a spurious failover would
+  # fail unrelated tests. The failover tests start clusters of their own
+  # (internal/redistest.StartCluster) with a small timeout.
   redis-server --port "$p" --bind 127.0.0.1 --cluster-enabled yes \
-    --cluster-config-file "$dir/$p/nodes.conf" --cluster-node-timeout 1000 --cluster-replica-validity-factor 0 \
+    --cluster-config-file "$dir/$p/nodes.conf" --cluster-node-timeout 15000 --cluster-replica-validity-factor 0 \
     --save "" --appendonly no --daemonize yes --pidfile "$dir/$p/redis.pid" \
     --dir "$dir/$p" --logfile "$dir/$p/redis.log" >&2
   addrs+=("127.0.0.1:$p")
