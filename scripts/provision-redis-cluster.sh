@@ -29,7 +29,9 @@ fi
 taken() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 ports=()
 for _ in $(seq 200); do
-  p=$((20000 + RANDOM % 15000))
+  # Below Linux's ephemeral range (32768+), bus port included, so that no
+  # outgoing connection takes a port between this check and the start.
+  p=$((20000 + RANDOM % 2700))
   if ! taken "$p" && ! taken $((p + 10000)) && [[ " ${ports[*]} " != *" $p "* ]] &&
     [[ " ${ports[*]} " != *" $((p + 10000)) "* ]] && [[ " ${ports[*]} " != *" $((p - 10000)) "* ]]; then
     ports+=("$p")
@@ -55,6 +57,20 @@ for p in "${ports[@]}"; do
     redis-cli -p "$p" ping >/dev/null 2>&1 && break
     sleep 0.05
   done
+  if ! redis-cli -p "$p" ping >/dev/null 2>&1; then
+    # A port was taken after all: start again on others, a few times.
+    tries=${PROVISION_CLUSTER_TRIES:-0}
+    for q in "${ports[@]}"; do
+      [ -s "$dir/$q/redis.pid" ] && kill "$(cat "$dir/$q/redis.pid")" 2>/dev/null || true
+    done
+    rm -rf "${dir:?}"/*
+    if [ "$tries" -lt 3 ]; then
+      echo "node $p did not start; trying other ports" >&2
+      PROVISION_CLUSTER_TRIES=$((tries + 1)) exec "$0" "$dir"
+    fi
+    echo "node $p did not start" >&2
+    exit 1
+  fi
 done
 redis-cli --cluster create "${addrs[@]}" --cluster-replicas 1 --cluster-yes >&2
 for p in "${ports[@]}"; do
