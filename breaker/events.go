@@ -13,6 +13,11 @@ type EventLog interface {
 	Since(t time.Time) []Event
 	// Latest returns the newest n events, oldest first.
 	Latest(n int) []Event
+	// History returns breaker id's own transitions at or after since,
+	// oldest first, kept for HistoryFor whatever the other breakers do;
+	// and from, the time from which they are complete: since, or later
+	// when the log began after since or had to let transitions go.
+	History(id ID, since time.Time) (events []Event, from time.Time)
 }
 
 // Ring is a bounded in-memory EventLog: the oldest events make room.
@@ -21,14 +26,20 @@ type Ring struct {
 	events []Event
 	next   int
 	full   bool
+
+	// histories keeps each breaker's transitions (HistoryFor); began,
+	// when set, is when the log started: it knows nothing before.
+	histories map[ID]*history
+	began     time.Time
 }
 
-// NewRing returns a log that keeps the last size events.
+// NewRing returns a log that keeps the last size events, and every
+// breaker's transitions of the last HistoryFor.
 func NewRing(size int) *Ring {
 	if size < 1 {
 		size = 1
 	}
-	return &Ring{events: make([]Event, size)}
+	return &Ring{events: make([]Event, size), histories: make(map[ID]*history)}
 }
 
 // Append implements EventLog.
@@ -40,6 +51,23 @@ func (r *Ring) Append(e Event) {
 	if r.next == 0 {
 		r.full = true
 	}
+	if e.Kind != "" {
+		return // a store event: no breaker's
+	}
+	id := ID{Key: e.BreakerKey, Operation: e.Operation}
+	h := r.histories[id]
+	if h == nil {
+		h = &history{}
+		r.histories[id] = h
+	}
+	h.add(e)
+}
+
+// History implements EventLog.
+func (r *Ring) History(id ID, since time.Time) ([]Event, time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.histories[id].since(since, r.began)
 }
 
 // ordered returns every kept event, oldest first by time: an event may be

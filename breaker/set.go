@@ -45,7 +45,9 @@ func NewSet(store Store, opts Options) *Set {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	if opts.Events == nil {
-		opts.Events = NewRing(1000)
+		r := NewRing(1000)
+		r.began = opts.Now() // this process's log: nothing before it
+		opts.Events = r
 	}
 	s := &Set{store: store, opts: opts, settings: make(map[ID]Settings), sources: make(map[ID][]string)}
 	if n, ok := store.(Notifier); ok {

@@ -9,13 +9,20 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/multas/aggregator/breaker"
 )
 
 var (
-	appendScript = lua("events_append.lua")
-	readScript   = lua("events_read.lua")
+	appendScript  = lua("events_append.lua")
+	readScript    = lua("events_read.lua")
+	historyScript = lua("history_append.lua")
 )
+
+// historyTTL is how long a breaker's history outlives its last
+// transition: a breaker that stayed in one state for longer needs none.
+const historyTTL = breaker.HistoryFor + time.Hour
 
 // EventLogSize is how many events the shared log keeps.
 const EventLogSize = 1000
@@ -35,12 +42,21 @@ type EventLog struct {
 
 	mu      sync.Mutex
 	pending []any // JSON events not yet in Redis
+	// histories holds the transitions not yet in their breaker's history,
+	// by history key.
+	histories map[string][]any
 }
 
 var _ breaker.EventLog = (*EventLog)(nil)
 
 func newEventLog(s *Stores) *EventLog {
-	return &EventLog{st: s, key: s.opts.Prefix + "events:log", local: breaker.NewRing(EventLogSize)}
+	return &EventLog{st: s, key: s.opts.Prefix + "events:log", local: breaker.NewRing(EventLogSize), histories: map[string][]any{}}
+}
+
+// historyKey is where breaker id's transitions are kept: a key of its own
+// (in a hash slot of its own on a Cluster), written only by this log.
+func (l *EventLog) historyKey(id breaker.ID) string {
+	return l.st.opts.Prefix + "events:history:{" + id.String() + "}"
 }
 
 // Append implements breaker.EventLog.
@@ -55,6 +71,14 @@ func (l *EventLog) Append(e breaker.Event) {
 		l.pending = l.pending[1:]
 	}
 	l.pending = append(l.pending, string(body))
+	if e.Kind == "" {
+		hk := l.historyKey(breaker.ID{Key: e.BreakerKey, Operation: e.Operation})
+		h := l.histories[hk]
+		if len(h) >= breaker.HistorySize {
+			h = h[1:]
+		}
+		l.histories[hk] = append(h, string(body))
+	}
 	l.mu.Unlock()
 	if !l.st.Degraded() {
 		l.flush(context.Background())
@@ -80,6 +104,37 @@ func (l *EventLog) flush(ctx context.Context) bool {
 		l.st.bad.Unreadable(l.key, "", true)
 	}
 	l.pending = l.pending[:0]
+	return l.flushHistories(ctx)
+}
+
+// flushHistories sends the pending transitions to their breakers'
+// histories, in one pipelined round trip; l.mu must be held.
+func (l *EventLog) flushHistories(ctx context.Context) bool {
+	if len(l.histories) == 0 {
+		return true
+	}
+	cctx, cancel := l.st.callCtx(ctx)
+	defer cancel()
+	pipe := l.st.client.Pipeline()
+	cmds := make(map[string]*redis.Cmd, len(l.histories))
+	for hk, events := range l.histories {
+		args := append([]any{breaker.HistorySize, historyTTL.Milliseconds()}, events...)
+		// EVAL, not EVALSHA: transitions are rare, and a pipeline cannot
+		// load a script the server lost on the way.
+		cmds[hk] = historyScript.Eval(cctx, pipe, []string{hk}, args...)
+	}
+	_, _ = pipe.Exec(cctx) // each command's error is read below
+	for hk, cmd := range cmds {
+		found, err := cmd.Int()
+		if err != nil {
+			l.st.failed(ctx, err)
+			return false
+		}
+		if found == 2 {
+			l.st.bad.Unreadable(hk, "", true)
+		}
+		delete(l.histories, hk)
+	}
 	return true
 }
 
@@ -108,6 +163,53 @@ func (l *EventLog) Latest(n int) []breaker.Event {
 		return l.local.Latest(n)
 	}
 	return events
+}
+
+// History implements breaker.EventLog from the breaker's shared history;
+// from this replica's own while Redis cannot be reached. Entries that do
+// not parse, or are another breaker's, are skipped.
+func (l *EventLog) History(id breaker.ID, since time.Time) ([]breaker.Event, time.Time) {
+	if l.st.Degraded() {
+		return l.local.History(id, since)
+	}
+	ctx := context.Background()
+	hk := l.historyKey(id)
+	cctx, cancel := l.st.callCtx(ctx)
+	res, err := l.st.client.LRange(cctx, hk, 0, -1).Result()
+	cancel()
+	if err != nil {
+		if !redis.HasErrorPrefix(err, "WRONGTYPE") {
+			l.st.failed(ctx, err)
+			return l.local.History(id, since)
+		}
+		l.st.bad.Unreadable(hk, "", false) // another type: no history
+		res = nil
+	}
+	from := since
+	if len(res) >= breaker.HistorySize {
+		// Full: older transitions were let go, so nothing before the
+		// oldest kept is complete.
+		if e, ok := decodeEvent([]byte(res[0])); ok && e.Time.After(from) {
+			from = e.Time
+		}
+	}
+	events := make([]breaker.Event, 0, len(res))
+	skipped := false
+	for _, s := range res {
+		e, ok := decodeEvent([]byte(s))
+		if !ok || e.Kind != "" || e.BreakerKey != id.Key || e.Operation != id.Operation {
+			skipped = true
+			continue
+		}
+		if !e.Time.Before(since) {
+			events = append(events, e)
+		}
+	}
+	if skipped {
+		l.st.bad.Unreadable(hk, "an entry", false)
+	}
+	slices.SortStableFunc(events, func(a, b breaker.Event) int { return a.Time.Compare(b.Time) })
+	return events, from
 }
 
 // read returns the entries from..to of the shared log, oldest first (by

@@ -49,3 +49,29 @@ func TestEventLog(t *testing.T) {
 		t.Errorf("Since the future = %#v, want empty", got)
 	}
 }
+
+func TestEventLogHistory(t *testing.T) {
+	t.Parallel()
+	c := testClient(t)
+	breakertest.RunHistory(t, func(t *testing.T) breaker.EventLog {
+		return newStores(t, c, redisstore.Options{Prefix: testPrefix(t, c), Timeout: suiteTimeout}).Events
+	})
+}
+
+// TestEventLogHistoryShared checks that a breaker's history is the
+// fleet's: what one replica appended another reads, and it outlives both.
+func TestEventLogHistoryShared(t *testing.T) {
+	t.Parallel()
+	c := testClient(t)
+	prefix := testPrefix(t, c)
+	a := newStores(t, c, redisstore.Options{Prefix: prefix, Timeout: suiteTimeout})
+	id := breaker.ID{Key: "caba", Operation: aggregator.ByDomain}
+	t0 := breakertest.NewClock().Now()
+	a.Events.Append(breaker.Event{Time: t0, BreakerKey: id.Key, Operation: id.Operation, From: breaker.Closed, To: breaker.Open, Reason: "r"})
+	_ = a.Close()
+	b := newStores(t, c, redisstore.Options{Prefix: prefix, Timeout: suiteTimeout})
+	got, from := b.Events.History(id, t0.Add(-time.Hour))
+	if len(got) != 1 || got[0].To != breaker.Open || !from.Equal(t0.Add(-time.Hour)) {
+		t.Errorf("another replica's History = %+v from %v, want the transition from the time asked", got, from)
+	}
+}
