@@ -3,6 +3,8 @@ package fanout
 import (
 	"context"
 	"errors"
+	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
@@ -106,7 +108,7 @@ func (e *Engine) call(ctx context.Context, m Member, op aggregator.Operation, do
 			}
 			res.detail = "The portal's rate limit kept a page of the answer from going."
 		} else if res.retryAfter > 0 && e.opts.Limiter != nil {
-			res.retryAfter = e.opts.Limiter.Pause(context.WithoutCancel(ctx), source, res.retryAfter)
+			res.retryAfter = e.opts.Limiter.PauseBecause(context.WithoutCancel(ctx), source, res.retryAfter, pauseReason(res.status, res.retryAfter))
 		}
 		if res.outcome == aggregator.Succeeded {
 			res.release = cancel
@@ -143,6 +145,22 @@ func (e *Engine) skippedOpen(source string, op aggregator.Operation, id breaker.
 		retryAfter = s.OpenFor
 	}
 	return outcome{outcome: aggregator.SkippedOpen, retryAfter: retryAfter, detail: "The source's circuit breaker is open."}
+}
+
+// pauseReason says, for operators, which answer paused a source for d.
+func pauseReason(status int, d time.Duration) string {
+	var asked string
+	switch {
+	case status == http.StatusTooManyRequests:
+		asked = "429 Too Many Requests"
+	case status >= 500:
+		asked = strconv.Itoa(status) + " with Retry-After"
+	case status > 0:
+		asked = strconv.Itoa(status) + " with its rate-limit quota exhausted"
+	default:
+		asked = "an answer"
+	}
+	return "The portal answered " + asked + ", asking to wait " + d.Round(time.Second).String() + "."
 }
 
 func openDetail(oe *breaker.OpenError) string {

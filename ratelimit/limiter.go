@@ -232,6 +232,13 @@ func (l *Limiter) storeFailed(ctx context.Context, op, source string, err error)
 // store error the pause is lost (reported to OnStoreError) and the clamped d
 // is returned.
 func (l *Limiter) Pause(ctx context.Context, source string, d time.Duration) time.Duration {
+	return l.PauseBecause(ctx, source, d, "")
+}
+
+// PauseBecause is Pause with the reason the portal gave (what its answer
+// said, never a query's content): when this pause is the one in force and
+// the store is a ReasonStore, the reason is kept for PauseStatus.
+func (l *Limiter) PauseBecause(ctx context.Context, source string, d time.Duration, reason string) time.Duration {
 	s, ok := l.settingsFor(source)
 	if !ok || d <= 0 {
 		return 0
@@ -248,7 +255,46 @@ func (l *Limiter) Pause(ctx context.Context, source string, d time.Duration) tim
 		_ = l.storeFailed(ctx, "reading the pause of", source, err)
 		return d
 	}
+	if rs, ok := l.store.(ReasonStore); ok && reason != "" && !until.After(now.Add(d)) {
+		if err := rs.SetPauseReason(ctx, source, reason, now.Add(d)); err != nil {
+			_ = l.storeFailed(ctx, "recording why it paused", source, err)
+		}
+	}
 	return max(d, until.Sub(now))
+}
+
+// PauseStatus is a source's pause as operators see it.
+type PauseStatus struct {
+	// Until is when the pause ends; zero when the source is not paused.
+	Until time.Time
+	// Reason is why, as the answer that set it said; "" when not known.
+	Reason string
+}
+
+// PauseStatus reads source's pause and why it was set (the zero
+// PauseStatus when it is not paused, not configured, or on a store error).
+func (l *Limiter) PauseStatus(ctx context.Context, source string) PauseStatus {
+	if _, ok := l.settingsFor(source); !ok {
+		return PauseStatus{}
+	}
+	now := l.now()
+	until, err := l.store.PausedUntil(ctx, source, now)
+	if err != nil {
+		_ = l.storeFailed(ctx, "reading the pause of", source, err)
+		return PauseStatus{}
+	}
+	if !until.After(now) {
+		return PauseStatus{}
+	}
+	ps := PauseStatus{Until: until}
+	if rs, ok := l.store.(ReasonStore); ok {
+		reason, err := rs.PauseReason(ctx, source, now)
+		if err != nil {
+			_ = l.storeFailed(ctx, "reading why it paused", source, err)
+		}
+		ps.Reason = reason
+	}
+	return ps
 }
 
 // PausedFor returns how long source stays paused (0 when it is not, when it

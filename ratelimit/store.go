@@ -26,7 +26,21 @@ type Store interface {
 	PausedUntil(ctx context.Context, key string, now time.Time) (time.Time, error)
 }
 
-var _ Store = (*MemoryStore)(nil)
+// ReasonStore is a Store that also keeps why each key was paused, for the
+// operators' views (SPEC 10: paused sources, until when, why). The
+// Limiter writes the reason of the pause in force after SetPause.
+type ReasonStore interface {
+	// SetPauseReason records reason as why key is paused until until.
+	SetPauseReason(ctx context.Context, key, reason string, until time.Time) error
+	// PauseReason returns why key is paused, "" when it is not by now or
+	// nobody said why.
+	PauseReason(ctx context.Context, key string, now time.Time) (string, error)
+}
+
+var (
+	_ Store       = (*MemoryStore)(nil)
+	_ ReasonStore = (*MemoryStore)(nil)
+)
 
 // MemoryStore is the in-process Store: one token bucket and one pause per
 // key. It is safe for concurrent use and holds one small entry per key it
@@ -39,6 +53,13 @@ type MemoryStore struct {
 type memoryEntry struct {
 	bucket bucket
 	pause  atomic.Int64 // end of the pause in Unix nanoseconds; 0 = none
+	reason atomic.Pointer[pauseReason]
+}
+
+// pauseReason is why a pause that ends at until was set.
+type pauseReason struct {
+	text  string
+	until int64 // Unix nanoseconds
 }
 
 // NewMemoryStore returns an empty MemoryStore.
@@ -86,6 +107,31 @@ func (m *MemoryStore) SetPause(_ context.Context, key string, until time.Time) e
 			return nil
 		}
 	}
+}
+
+// SetPauseReason implements ReasonStore: the reason of the pause that
+// ends last is kept.
+func (m *MemoryStore) SetPauseReason(_ context.Context, key, reason string, until time.Time) error {
+	e := m.entry(key)
+	next := &pauseReason{text: reason, until: until.UnixNano()}
+	for {
+		cur := e.reason.Load()
+		if cur != nil && cur.until > next.until || e.reason.CompareAndSwap(cur, next) {
+			return nil
+		}
+	}
+}
+
+// PauseReason implements ReasonStore.
+func (m *MemoryStore) PauseReason(_ context.Context, key string, now time.Time) (string, error) {
+	e := m.lookup(key)
+	if e == nil {
+		return "", nil
+	}
+	if r := e.reason.Load(); r != nil && r.until > now.UnixNano() {
+		return r.text, nil
+	}
+	return "", nil
 }
 
 // PausedUntil implements Store.

@@ -79,6 +79,37 @@ func Run(t *testing.T, newStore func(t *testing.T) ratelimit.Store) {
 	t.Run("PausedCall", func(t *testing.T) { testPausedCall(t, newStore) })
 	t.Run("ConcurrentSpendsExactlyBurst", func(t *testing.T) { testConcurrent(t, newStore) })
 	t.Run("Store", func(t *testing.T) { testStore(t, newStore) })
+	t.Run("PauseReason", func(t *testing.T) { testPauseReason(t, newStore) })
+}
+
+// testPauseReason: operators see until when a source is paused and why,
+// the why of the pause in force (the one that ends last); a shorter pause
+// asked meanwhile changes neither.
+func testPauseReason(t *testing.T, newStore func(*testing.T) ratelimit.Store) {
+	h := newHarness(t, newStore, ratelimit.Settings{MaxPause: time.Minute})
+	ctx := context.Background()
+	if _, ok := newStore(t).(ratelimit.ReasonStore); !ok {
+		t.Skip("the store keeps no reasons")
+	}
+	if ps := h.lim.PauseStatus(ctx, source); !ps.Until.IsZero() || ps.Reason != "" {
+		t.Errorf("before any pause: %+v, want none", ps)
+	}
+	h.lim.PauseBecause(ctx, source, 30*time.Second, "429 for 30s")
+	h.lim.PauseBecause(ctx, source, 5*time.Second, "503 for 5s")
+	want := ratelimit.PauseStatus{Until: t0.Add(30 * time.Second), Reason: "429 for 30s"}
+	if ps := h.lim.PauseStatus(ctx, source); !ps.Until.Equal(want.Until) || ps.Reason != want.Reason {
+		t.Errorf("PauseStatus = %+v, want %+v", ps, want)
+	}
+	h.now = h.now.Add(10 * time.Second)
+	h.lim.PauseBecause(ctx, source, time.Hour, "429 for an hour") // clamped to max_pause
+	want = ratelimit.PauseStatus{Until: t0.Add(70 * time.Second), Reason: "429 for an hour"}
+	if ps := h.lim.PauseStatus(ctx, source); !ps.Until.Equal(want.Until) || ps.Reason != want.Reason {
+		t.Errorf("after a longer pause, PauseStatus = %+v, want %+v", ps, want)
+	}
+	h.now = t0.Add(71 * time.Second)
+	if ps := h.lim.PauseStatus(ctx, source); !ps.Until.IsZero() || ps.Reason != "" {
+		t.Errorf("after the pause: %+v, want none", ps)
+	}
 }
 
 func testBudget(t *testing.T, newStore func(*testing.T) ratelimit.Store) {

@@ -2,11 +2,15 @@ package redisstore
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"math"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/redis/go-redis/v9"
 
@@ -54,7 +58,7 @@ type LimitStore struct {
 
 // limitEntry is what this replica keeps of one source.
 type limitEntry struct {
-	tat, pause string // keys
+	tat, pause, reason string // keys
 
 	mu     sync.Mutex
 	leased int   // tokens taken from the shared budget, not used yet
@@ -71,7 +75,10 @@ type limitEntry struct {
 	readAt  time.Time
 }
 
-var _ ratelimit.Store = (*LimitStore)(nil)
+var (
+	_ ratelimit.Store       = (*LimitStore)(nil)
+	_ ratelimit.ReasonStore = (*LimitStore)(nil)
+)
 
 func newLimitStore(s *Stores) *LimitStore {
 	return &LimitStore{st: s, local: ratelimit.NewMemoryStore(), sources: make(map[string]*limitEntry)}
@@ -88,7 +95,7 @@ func (l *LimitStore) entry(source string) *limitEntry {
 	defer l.mu.Unlock()
 	if e = l.sources[source]; e == nil {
 		base := l.st.opts.Prefix + "{ratelimit/" + source + "}:"
-		e = &limitEntry{tat: base + "tat", pause: base + "pause"}
+		e = &limitEntry{tat: base + "tat", pause: base + "pause", reason: base + "reason"}
 		l.sources[source] = e
 	}
 	return e
@@ -251,6 +258,82 @@ func (l *LimitStore) PausedUntil(ctx context.Context, key string, now time.Time)
 		return time.Time{}, nil
 	}
 	return time.UnixMicro(until).In(now.Location()), nil
+}
+
+// maxPauseReason bounds a pause's reason, written or read back.
+const maxPauseReason = 256
+
+// storedReason is why a pause was set, as SetPauseReason writes it.
+type storedReason struct {
+	Reason string `json:"reason"`
+	Until  int64  `json:"until"` // Unix µs
+}
+
+// SetPauseReason implements ratelimit.ReasonStore: the reason lives beside
+// the pause, in its own key, until the pause ends (and some grace). It is
+// kept locally too, for when Redis cannot be reached.
+func (l *LimitStore) SetPauseReason(ctx context.Context, key, reason string, until time.Time) error {
+	reason = truncateUTF8(reason, maxPauseReason)
+	_ = l.local.SetPauseReason(ctx, key, reason, until)
+	if l.st.Degraded() {
+		return nil
+	}
+	body, err := json.Marshal(storedReason{Reason: reason, Until: until.UnixMicro()})
+	if err != nil {
+		return err
+	}
+	e := l.entry(key)
+	cctx, cancel := l.st.callCtx(ctx)
+	defer cancel()
+	expire := until
+	if now := time.Now(); expire.Before(now) {
+		expire = now
+	}
+	err = l.st.client.SetArgs(cctx, e.reason, body, redis.SetArgs{ExpireAt: expire.Add(pauseGrace)}).Err()
+	if err != nil {
+		l.st.failed(ctx, err)
+	}
+	return nil
+}
+
+// PauseReason implements ratelimit.ReasonStore. A value that is not what
+// SetPauseReason writes is reported and read as no reason.
+func (l *LimitStore) PauseReason(ctx context.Context, key string, now time.Time) (string, error) {
+	if l.st.Degraded() {
+		return l.local.PauseReason(ctx, key, now)
+	}
+	e := l.entry(key)
+	cctx, cancel := l.st.callCtx(ctx)
+	v, found, err := l.st.get(cctx, e.reason)
+	cancel()
+	if err != nil {
+		l.st.failed(ctx, err)
+		return l.local.PauseReason(ctx, key, now)
+	}
+	if !found {
+		return "", nil
+	}
+	var r storedReason
+	if json.Unmarshal([]byte(v), &r) != nil || len(r.Reason) > maxPauseReason || !utf8.ValidString(r.Reason) ||
+		strings.ContainsFunc(r.Reason, unicode.IsControl) || r.Until <= 0 || r.Until >= 1<<53 {
+		l.st.bad.Unreadable(e.reason, "", false)
+		return "", nil
+	}
+	if r.Until <= now.UnixMicro() {
+		return "", nil
+	}
+	return r.Reason, nil
+}
+
+// truncateUTF8 cuts s to at most n bytes without splitting a character.
+func truncateUTF8(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }
 
 // parsePause reads the end of a pause as SetPause writes it (Unix µs). It

@@ -756,3 +756,82 @@ func TestUnreadableBreakerForgottenEverywhere(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// TestUnreadableHistory: a breaker's history that is not a list is an
+// empty one, replaced at the next append; entries that are not that
+// breaker's transitions are left out.
+func TestUnreadableHistory(t *testing.T) {
+	t.Parallel()
+	c := testClient(t)
+	ctx := context.Background()
+	now := breakertest.NewClock().Now()
+	prefix := testPrefix(t, c)
+	id := breaker.ID{Key: "caba", Operation: aggregator.ByDomain}
+	key := prefix + "events:history:{caba/by_domain}"
+	logger, log := newLog()
+	st := newStores(t, c, redisstore.Options{Prefix: prefix, Timeout: suiteTimeout, Logger: logger})
+
+	c.HSet(ctx, key, "x", marker)
+	if got, _ := st.Events.History(id, time.Time{}); len(got) != 0 {
+		t.Errorf("History of a hash = %+v, want none", got)
+	}
+	checkLog(t, log, key)
+	good := breaker.Event{Time: now, BreakerKey: id.Key, Operation: id.Operation, From: breaker.Closed, To: breaker.Open, Reason: "r"}
+	st.Events.Append(good)
+	if n, err := c.LLen(ctx, key).Result(); err != nil || n != 1 {
+		t.Fatalf("after Append: %d entries, %v; want the hash replaced by a list of one", n, err)
+	}
+	if ttl, err := c.PTTL(ctx, key).Result(); err != nil || ttl < breaker.HistoryFor || ttl > breaker.HistoryFor+2*time.Hour {
+		t.Errorf("history expires in %v, %v; want a day and some margin after its last transition", ttl, err)
+	}
+	other, _ := json.Marshal(breaker.Event{Time: now, BreakerKey: "cordoba", Operation: id.Operation, From: breaker.Closed, To: breaker.Open})
+	store, _ := json.Marshal(breaker.Event{Time: now, Kind: breaker.KindStore, From: redisstore.Shared, To: redisstore.Local})
+	for _, b := range []string{marker + "\x00\xff", `{"time": 3}`, `null`, string(other), string(store)} {
+		c.RPush(ctx, key, b)
+	}
+	got, _ := st.Events.History(id, time.Time{})
+	if len(got) != 1 || got[0].Reason != good.Reason {
+		t.Errorf("History = %+v, want only the breaker's own transition", got)
+	}
+	checkLog(t, log, key)
+	if st.Degraded() {
+		t.Error("garbage made the store degrade")
+	}
+}
+
+// TestUnreadablePauseReason: why a source was paused is text the limiter
+// wrote; anything else is no reason, and never reaches an answer or a log.
+func TestUnreadablePauseReason(t *testing.T) {
+	t.Parallel()
+	c := testClient(t)
+	ctx := context.Background()
+	now := time.Now()
+	for i, planted := range []string{
+		marker,
+		`{"reason": "` + marker + `\u0007", "until": 1}`,
+		`{"reason": "` + strings.Repeat(marker, 100) + `", "until": ` + us(now.Add(time.Hour)) + `}`,
+		`{"reason": 7}`,
+	} {
+		t.Run(strconv.Itoa(i), func(t *testing.T) {
+			prefix := testPrefix(t, c)
+			key := prefix + "{ratelimit/a}:reason"
+			c.Set(ctx, key, planted, 0)
+			logger, log := newLog()
+			st := newStores(t, c, redisstore.Options{Prefix: prefix, Timeout: suiteTimeout, Logger: logger, MaxPause: time.Hour})
+			if got, err := st.Limits.PauseReason(ctx, "a", now); err != nil || got != "" {
+				t.Errorf("PauseReason = %q, %v; want none", got, err)
+			}
+			checkLog(t, log, key, planted)
+			if err := st.Limits.SetPauseReason(ctx, "a", "429 from the portal", now.Add(time.Minute)); err != nil {
+				t.Fatal(err)
+			}
+			fresh := newStores(t, c, redisstore.Options{Prefix: prefix, Timeout: suiteTimeout, MaxPause: time.Hour})
+			if got, err := fresh.Limits.PauseReason(ctx, "a", now); err != nil || got != "429 from the portal" {
+				t.Errorf("PauseReason after SetPauseReason = %q, %v", got, err)
+			}
+			if got, _ := fresh.Limits.PauseReason(ctx, "a", now.Add(2*time.Minute)); got != "" {
+				t.Errorf("PauseReason after the pause ended = %q, want none", got)
+			}
+		})
+	}
+}
