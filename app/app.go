@@ -141,6 +141,7 @@ func New(cfg *config.Config, opts Options) (*App, error) {
 	m = metrics.New(a.Breakers)
 	m.SetBuildInfo(opts.Build)
 	a.Metrics = m
+	a.closers = append(a.closers, sampleMetrics(m, opts.Now))
 	a.Limiter = ratelimit.New(opts.LimitStore, opts.Now)
 
 	known := adapters(opts)
@@ -211,6 +212,30 @@ func New(cfg *config.Config, opts Options) (*App, error) {
 	a.Async.Start()
 	built = true
 	return a, nil
+}
+
+// sampleMetrics snapshots m every metrics.SampleEvery, for the recent
+// figures of the admin API, until the returned stop is called.
+func sampleMetrics(m *metrics.Metrics, now func() time.Time) (stop func() error) {
+	quit, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(metrics.SampleEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-t.C:
+				m.Sample(now())
+			case <-quit:
+				return
+			}
+		}
+	}()
+	return func() error {
+		close(quit)
+		<-done
+		return nil
+	}
 }
 
 func sourceSpec(sc config.Source) sources.Spec {

@@ -36,6 +36,11 @@ type Metrics struct {
 	// StoreDegraded is 1 while the shared store is unreachable.
 	StoreDegraded prometheus.Gauge
 	buildInfo     *prometheus.GaugeVec
+
+	// created is when every count was zero; recent holds the snapshots
+	// behind Recent.
+	created time.Time
+	recent  recent
 }
 
 // New registers every metric on a fresh registry, with the Go runtime and
@@ -44,6 +49,7 @@ func New(breakers *breaker.Set) *Metrics {
 	reg := prometheus.NewRegistry()
 	m := &Metrics{
 		reg:      reg,
+		created:  time.Now(),
 		breakers: &breakerCollector{set: breakers},
 		httpReqs: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "aggregator_http_requests_total",
@@ -59,9 +65,11 @@ func New(breakers *breaker.Set) *Metrics {
 			Help: "Source calls by source, operation and outcome (skipped calls included).",
 		}, []string{"source", "operation", "outcome"}),
 		callSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    "aggregator_source_call_duration_seconds",
-			Help:    "Duration of the calls made to source portals.",
-			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2, 5, 10},
+			Name: "aggregator_source_call_duration_seconds",
+			Help: "Duration of the calls made to source portals.",
+			// From 1 ms: a healthy portal nearby answers in a few, and the
+			// dashboard's p50 interpolates within these buckets.
+			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2, 5, 10},
 		}, []string{"source", "operation"}),
 		queries: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "aggregator_queries_total",
