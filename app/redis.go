@@ -112,6 +112,7 @@ func (a *App) adoptShared(ctx context.Context) {
 	if err != nil {
 		return // the stores are degraded: local state, configured settings
 	}
+	a.stores.Events.Begin(ctx)
 	for id, s := range all {
 		a.Breakers.SetSettings(id, s)
 	}

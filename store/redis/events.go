@@ -45,7 +45,14 @@ type EventLog struct {
 	// histories holds the transitions not yet in their breaker's history,
 	// by history key.
 	histories map[string][]any
+
+	// begun is when the shared histories began, as read from Redis at
+	// begunAt (see began).
+	begun, begunAt time.Time
 }
+
+// begunFor is how long the start of the shared histories is remembered.
+const begunFor = time.Minute
 
 var _ breaker.EventLog = (*EventLog)(nil)
 
@@ -116,6 +123,18 @@ func (l *EventLog) flushHistories(ctx context.Context) bool {
 	cctx, cancel := l.st.callCtx(ctx)
 	defer cancel()
 	pipe := l.st.client.Pipeline()
+	// The shared histories began, at the latest, with the first
+	// transition they keep.
+	oldest := time.Now()
+	for _, events := range l.histories {
+		for _, e := range events {
+			var t struct{ Time time.Time }
+			if json.Unmarshal([]byte(e.(string)), &t) == nil && t.Time.Before(oldest) {
+				oldest = t.Time
+			}
+		}
+	}
+	pipe.SetNX(cctx, l.beganKey(), oldest.UnixMicro(), 0)
 	cmds := make(map[string]*redis.Cmd, len(l.histories))
 	for hk, events := range l.histories {
 		args := append([]any{breaker.HistorySize, historyTTL.Milliseconds()}, events...)
@@ -186,6 +205,9 @@ func (l *EventLog) History(id breaker.ID, since time.Time) ([]breaker.Event, tim
 		res = nil
 	}
 	from := since
+	if b := l.began(ctx); b.After(from) {
+		from = b
+	}
 	if len(res) >= breaker.HistorySize {
 		// Full: older transitions were let go, so nothing before the
 		// oldest kept is complete.
@@ -210,6 +232,50 @@ func (l *EventLog) History(id breaker.ID, since time.Time) ([]breaker.Event, tim
 	}
 	slices.SortStableFunc(events, func(a, b breaker.Event) int { return a.Time.Compare(b.Time) })
 	return events, from
+}
+
+func (l *EventLog) beganKey() string { return l.st.opts.Prefix + "events:history-began" }
+
+// Begin marks the start of the shared histories if nobody has: a replica
+// that starts on a fresh Redis calls it, so that the histories say they
+// begin then, not a day ago.
+func (l *EventLog) Begin(ctx context.Context) { l.began(ctx) }
+
+// began is when the shared histories began: the first replica to ask
+// (of a fresh Redis, or one that lost its data) writes it, so that the
+// history of a breaker without transitions does not claim a day of one
+// state that nobody saw. Zero when Redis cannot tell.
+func (l *EventLog) began(ctx context.Context) time.Time {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.begunAt.IsZero() && time.Since(l.begunAt) < begunFor {
+		return l.begun
+	}
+	key := l.beganKey()
+	cctx, cancel := l.st.callCtx(ctx)
+	defer cancel()
+	now := time.Now()
+	for range 2 {
+		v, found, err := l.st.get(cctx, key)
+		if err != nil {
+			l.st.failed(ctx, err)
+			return time.Time{}
+		}
+		if found {
+			us, err := strconv.ParseInt(v, 10, 64)
+			if err == nil && us > 0 && us <= now.Add(skew).UnixMicro() {
+				l.begun, l.begunAt = time.UnixMicro(us), now
+				return l.begun
+			}
+			l.st.bad.Unreadable(key, "", true)
+			l.st.client.Del(cctx, key)
+		}
+		if err := l.st.client.SetNX(cctx, key, now.UnixMicro(), 0).Err(); err != nil {
+			l.st.failed(ctx, err)
+			return time.Time{}
+		}
+	}
+	return time.Time{}
 }
 
 // read returns the entries from..to of the shared log, oldest first (by

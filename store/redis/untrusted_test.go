@@ -772,10 +772,16 @@ func TestUnreadableHistory(t *testing.T) {
 	st := newStores(t, c, redisstore.Options{Prefix: prefix, Timeout: suiteTimeout, Logger: logger})
 
 	c.HSet(ctx, key, "x", marker)
-	if got, _ := st.Events.History(id, time.Time{}); len(got) != 0 {
-		t.Errorf("History of a hash = %+v, want none", got)
+	began := prefix + "events:history-began"
+	c.Set(ctx, began, marker, 0)
+	if got, from := st.Events.History(id, time.Time{}); len(got) != 0 || time.Since(from) > time.Minute {
+		t.Errorf("History of a hash = %+v from %v, want none, from now: the unreadable start rewritten", got, from)
 	}
 	checkLog(t, log, key)
+	checkLog(t, log, began)
+	if v, err := c.Get(ctx, began).Result(); err != nil || strings.Contains(v, marker) {
+		t.Errorf("the start of the histories read back: %q, %v", v, err)
+	}
 	good := breaker.Event{Time: now, BreakerKey: id.Key, Operation: id.Operation, From: breaker.Closed, To: breaker.Open, Reason: "r"}
 	st.Events.Append(good)
 	if n, err := c.LLen(ctx, key).Result(); err != nil || n != 1 {
