@@ -68,7 +68,8 @@ func (r lintReport) String() string {
 }
 
 // lint runs redocly lint with config and returns its report. redocly
-// exits 1 when it finds an error; the report says which.
+// exits 1 when it finds an error; the report says which. A mistake in the
+// configuration itself stops the test.
 func lint(t *testing.T, tools, config string) lintReport {
 	t.Helper()
 	spec, err := filepath.Abs("openapi.yaml")
@@ -76,7 +77,7 @@ func lint(t *testing.T, tools, config string) lintReport {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(filepath.Join(tools, "node_modules", ".bin", "redocly"),
-		"lint", "--config", config, "--format", "json", spec)
+		"lint", "--config", config, "--lint-config", "error", "--format", "json", spec)
 	cmd.Dir = filepath.Dir(config)
 	cmd.Env = append(os.Environ(), nodeEnv...)
 	var stdout, stderr bytes.Buffer
