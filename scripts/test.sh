@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Runs every test with the race detector, provisioning what the tests need:
 # a throwaway Redis and Redis Cluster, Chromium for the dashboard test, promtool for the alert
-# rules. Under CI=true nothing that needs a real component is skipped.
+# rules, and the pinned Node tools (redocly, openapi-typescript, tsc) for the checks of
+# api/openapi.yaml's generated clients. Under CI=true nothing that needs a real component
+# is skipped.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 pidfile=$(mktemp)
@@ -19,4 +21,7 @@ export AGGREGATOR_TEST_REDIS_CLUSTER
 echo "test redis cluster: $AGGREGATOR_TEST_REDIS_CLUSTER"
 if [ -x scripts/provision-chromium.sh ]; then scripts/provision-chromium.sh; fi
 if [ -x scripts/provision-promtool.sh ]; then scripts/provision-promtool.sh; fi
+AGGREGATOR_NODE_TOOLS=$(scripts/provision-node-tools.sh)
+export AGGREGATOR_NODE_TOOLS
+echo "node tools: ${AGGREGATOR_NODE_TOOLS:-(none: the client checks skip)}"
 go test -race -count=1 -timeout 10m "${@:-./...}"

@@ -1,0 +1,117 @@
+package client
+
+import (
+	"context"
+	"time"
+)
+
+// Usage is copied next to the generated client by api/clients_test.go and
+// built with it: it reads members of the answers with the Go types the
+// contract gives them, so it compiles only while every one of them is
+// concrete (no interface{}, no float32, nullable members as pointers).
+func Usage(ctx context.Context, c *ClientWithResponses) error {
+	res, err := c.GetInfractionsWithResponse(ctx, &GetInfractionsParams{Domain: ptr("AB123CD")})
+	if err != nil {
+		return err
+	}
+	if r := res.JSON200; r != nil {
+		var domain *string = r.Query.Domain
+		var total int64 = r.Summary.Total
+		var amount *string = r.Infractions[0].Amount
+		var status InfractionStatus = r.Infractions[0].Status
+		var took *int64 = r.Sources[0].DurationMs
+		var slug string = r.Sources[0].Problem.Type
+		var retry *int64 = r.Sources[0].Problem.RetryAfter
+		_, _, _, _, _, _, _ = domain, total, amount, status, took, slug, retry
+	}
+	if p := res.ApplicationproblemJSON400; p != nil {
+		var name, reason string = p.InvalidParams[0].Name, p.InvalidParams[0].Reason
+		var status int32 = p.Status
+		_, _, _ = name, reason, status
+	}
+	if p := res.ApplicationproblemJSON503; p != nil {
+		none, err := p.AsNoSourceAvailableProblem()
+		if err != nil {
+			return err
+		}
+		var slug string = none.Sources[0].Problem.Type
+		var op Operation = none.Sources[0].Operation
+		busy, err := p.AsOverloadedProblem()
+		if err != nil {
+			return err
+		}
+		var after int64 = busy.RetryAfter
+		_, _, _ = slug, op, after
+	}
+
+	q, err := c.GetQueryWithResponse(ctx, "q1")
+	if err != nil {
+		return err
+	}
+	if v := q.JSON200; v != nil {
+		var completed *time.Time = v.CompletedAt
+		var result *Result = v.Result
+		_, _ = completed, result
+	}
+
+	b, err := c.ListBreakersWithResponse(ctx)
+	if err != nil {
+		return err
+	}
+	if l := b.JSON200; l != nil {
+		br := l.Breakers[0]
+		var last *Event = br.LastTransition
+		var open float64 = br.OpenSecondsTotal
+		var ratio float64 = br.Window.Ratio
+		var calls int64 = br.Window.Calls
+		var failureRatio float64 = br.Settings.FailureRatio
+		var statuses []HTTPStatus = br.Settings.FailureStatuses
+		var openFor GoDuration = br.Settings.OpenFor
+		_, _, _, _, _, _, _ = last, open, ratio, calls, failureRatio, statuses, openFor
+	}
+
+	e, err := c.ListEventsWithResponse(ctx, &ListEventsParams{})
+	if err != nil {
+		return err
+	}
+	if l := e.JSON200; l != nil {
+		ev := l.Events[0]
+		var kind *EventKind = ev.Kind
+		var from, to EventState = ev.From, ev.To
+		var op EventOperation = ev.Operation
+		var after *float64 = ev.Evidence.RetryAfter
+		var failures *int64 = ev.Evidence.Failures
+		_, _, _, _, _, _ = kind, from, to, op, after, failures
+	}
+
+	d, err := c.ListDLQWithResponse(ctx)
+	if err != nil {
+		return err
+	}
+	if l := d.JSON200; l != nil {
+		var attempts int64 = l.Entries[0].Attempts
+		var result Result = l.Entries[0].Payload.Data.Result
+		_, _ = attempts, result
+	}
+
+	s, err := c.ListSourcesWithResponse(ctx)
+	if err != nil {
+		return err
+	}
+	if cov := s.JSON200; cov != nil {
+		var available bool = cov.Sources[0].Operations.ByDomain.Available
+		_ = available
+	}
+
+	r, err := c.GetAdminReadyzWithResponse(ctx)
+	if err != nil {
+		return err
+	}
+	if v := r.JSON200; v != nil {
+		var detail *string = (*v.Checks)["redis"].Detail
+		_ = detail
+	}
+	return nil
+}
+
+func ptr[T any](v T) *T { return &v }
