@@ -69,6 +69,8 @@ var specEndpoints = []endpoint{
 	{"POST", "/v1/admin/breakers/{key}/{operation}/open", append([]int{200, 404}, admin...)},
 	{"PUT", "/v1/admin/sources/{id}/breaker", append([]int{200, 400, 404}, admin...)},
 	{"GET", "/v1/admin/events", append([]int{200, 400}, admin...)},
+	{"GET", "/v1/admin/sources", append([]int{200}, admin...)},
+	{"GET", "/v1/admin/history", append([]int{200, 400}, admin...)},
 	{"GET", "/v1/admin/dlq", append([]int{200}, admin...)},
 	{"POST", "/v1/admin/dlq/{id}/redeliver", append([]int{202, 404}, admin...)},
 	{"DELETE", "/v1/admin/dlq/{id}", append([]int{204, 404}, admin...)},
@@ -208,7 +210,7 @@ const validResult = `{
 
 const validBreaker = `{"breakers": [{
   "breaker_key": "caba", "operation": "by_domain", "sources": ["caba"],
-  "state": "closed", "since": "2026-03-14T09:12:00-03:00", "open_seconds_total": 0,
+  "state": "closed", "since": "2026-03-14T09:12:00-03:00", "open_until": null, "open_seconds_total": 0,
   "window": {"calls": 0, "failures": 0, "ratio": 0},
   "last_transition": %s,
   "settings": {"window": "1m0s", "min_calls": 10, "failure_ratio": 0.5,

@@ -496,11 +496,12 @@ type invalidParam struct {
 }
 
 type breakerView struct {
-	BreakerKey       string   `json:"breaker_key"`
-	Operation        string   `json:"operation"`
-	Sources          []string `json:"sources"`
-	State            string   `json:"state"`
-	OpenSecondsTotal float64  `json:"open_seconds_total"`
+	BreakerKey       string     `json:"breaker_key"`
+	Operation        string     `json:"operation"`
+	Sources          []string   `json:"sources"`
+	State            string     `json:"state"`
+	OpenUntil        *time.Time `json:"open_until"`
+	OpenSecondsTotal float64    `json:"open_seconds_total"`
 	Window           struct {
 		Calls    int     `json:"calls"`
 		Failures int     `json:"failures"`

@@ -221,6 +221,10 @@ func testRedisContentsUntrusted(t *testing.T, variant string) {
 		resp, body := e.get("/v1/sources/ok/infractions/OK-1/voucher")
 		expect("voucher", resp, body, http.StatusOK)
 		e.events(time.Time{})
+		e.history()
+		if ps := e.opsSources()["limited"].Pause; ps != nil && strings.Contains(ps.Reason, garbageMarker) {
+			t.Errorf("the clobbered pause reason reached the admin API: %+v", ps)
+		}
 		if got := e.listDLQ(); len(got) != 0 {
 			t.Errorf("DLQ = %+v, want the unreadable entry left out", got)
 		}

@@ -44,6 +44,7 @@ type breakerView struct {
 	Sources          []string             `json:"sources"`
 	State            breaker.State        `json:"state"`
 	Since            time.Time            `json:"since"`
+	OpenUntil        *time.Time           `json:"open_until"`
 	OpenSecondsTotal float64              `json:"open_seconds_total"`
 	Window           windowView           `json:"window"`
 	LastTransition   *breaker.Event       `json:"last_transition"`
@@ -76,9 +77,13 @@ func (s *Server) view(ctx context.Context, id breaker.ID) (breakerView, error) {
 		return breakerView{}, err
 	}
 	settings, _ := s.opts.Breakers.Settings(id)
+	var openUntil *time.Time
+	if st.State == breaker.Open && !st.OpenUntil.IsZero() {
+		openUntil = &st.OpenUntil // when its probe may go
+	}
 	return breakerView{
 		BreakerKey: id.Key, Operation: id.Operation, Sources: s.opts.Breakers.Sources(id),
-		State: st.State, Since: st.Since, OpenSecondsTotal: st.OpenTotal.Seconds(),
+		State: st.State, Since: st.Since, OpenUntil: openUntil, OpenSecondsTotal: st.OpenTotal.Seconds(),
 		Window:         windowView{Calls: st.Calls, Failures: st.Failures, Ratio: st.Ratio()},
 		LastTransition: st.Last, Settings: ConfigBreaker(settings),
 	}, nil

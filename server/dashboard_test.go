@@ -143,14 +143,16 @@ type dashboardEnv struct {
 
 func startDashboardEnv(t *testing.T) *dashboardEnv {
 	t.Helper()
-	faults := map[string]portalsim.Mode{
-		"caba": portalsim.Down, "mendoza": portalsim.Down,
-		"cordoba": portalsim.Healthy, "rosario": portalsim.Healthy, "santafe": portalsim.Healthy,
+	faults := map[string]portalsim.Fault{
+		"caba": {Mode: portalsim.Down}, "mendoza": {Mode: portalsim.Down},
+		"cordoba": {Mode: portalsim.Healthy}, "rosario": {Mode: portalsim.Healthy}, "santafe": {Mode: portalsim.Healthy},
+		// pba throttles: its breaker stays closed while its calls are held.
+		"pba": {Mode: portalsim.Throttle, RetryAfter: 5 * time.Minute},
 	}
 	var js []portalsim.Jurisdiction
 	for _, j := range portalsim.Demo() {
-		if mode, ok := faults[j.ID]; ok {
-			j.Fault = portalsim.Fault{Mode: mode}
+		if f, ok := faults[j.ID]; ok {
+			j.Fault = f
 			js = append(js, j)
 		}
 	}
@@ -369,6 +371,10 @@ func TestDashboardInBrowser(t *testing.T) {
 			t.Fatalf("query healthy portals: %d", got)
 		}
 	}
+	// pba answers 429 with Retry-After: 300, which pauses it.
+	if got := env.query(t, "pba"); got != http.StatusServiceUnavailable {
+		t.Fatalf("query a throttling portal: %d, want 503", got)
+	}
 
 	b := startBrowser(t, path)
 
@@ -398,8 +404,8 @@ func TestDashboardInBrowser(t *testing.T) {
 	b.waitFor(t, cardIn("caba", "by_domain", "closed"))
 	b.waitFor(t, cardIn("mendoza", "by_domain", "half_open"))
 	b.waitFor(t, cardIn("rosario", "by_id", "forced_open"))
-	if n := b.eval(t, `String(document.querySelectorAll('.card[data-breaker]').length)`); n != "15" {
-		t.Errorf("%s breaker cards, want 15 (5 sources × 3 operations)", n)
+	if n := b.eval(t, `String(document.querySelectorAll('.card[data-breaker]').length)`); n != "18" {
+		t.Errorf("%s breaker cards, want 18 (6 sources × 3 operations)", n)
 	}
 	b.wantColor(t, "caba", "by_domain", "closed")
 	b.wantColor(t, "mendoza", "by_domain", "half_open")
@@ -422,6 +428,65 @@ func TestDashboardInBrowser(t *testing.T) {
 		t.Errorf("DLQ section = %q, want not available or empty", got)
 	}
 
+	// A paused source is not a healthy one: its closed breaker's card says
+	// it is rate-limited, until when, and the sources table says why.
+	b.waitFor(t, `#sources-body tr[data-source="pba"][data-paused="true"]`)
+	if got := b.eval(t, `document.querySelector('#sources-body tr[data-source="pba"] [data-field="reason"]').textContent`); !strings.Contains(got, "429") || !strings.Contains(got, "5m0s") {
+		t.Errorf("pba's pause reason = %q, want the portal's 429 and its wait", got)
+	}
+	if got := b.eval(t, `document.querySelector('#sources-body tr[data-source="pba"] [data-field="pause"]').textContent`); !regexp.MustCompile(`^paused until .+ \((4m 5\ds|5m)\)`).MatchString(got) {
+		t.Errorf("pba's pause = %q, want until when and the time left", got)
+	}
+	b.waitFor(t, cardIn("pba", "by_domain", "closed")+`[data-paused="true"]`)
+	if got := b.eval(t, `document.querySelector('.card[data-breaker="pba/by_domain"] [data-field="pause"]').textContent`); !strings.HasPrefix(got, "Rate-limited: paused until ") {
+		t.Errorf("pba's card says %q, want it rate-limited", got)
+	}
+	if got := b.eval(t, `String(document.querySelectorAll('.card[data-paused="true"]').length)`); got != "3" {
+		t.Errorf("%s cards marked paused, want pba's 3", got)
+	}
+	// Per-source outcomes and latency over the last 5 minutes.
+	if got := b.eval(t, `document.querySelector('#sources-body tr[data-source="cordoba"] [data-field="outcomes"]').textContent`); got != "succeeded 100%" {
+		t.Errorf("cordoba's outcomes = %q, want succeeded 100%%", got)
+	}
+	for _, q := range []string{"p50", "p95"} {
+		got := b.eval(t, fmt.Sprintf(`document.querySelector('#sources-body tr[data-source="cordoba"] [data-field=%q]').textContent`, q))
+		if !regexp.MustCompile(`^[0-9.]+ m?s$`).MatchString(got) {
+			t.Errorf("cordoba's %s = %q, want a latency", q, got)
+		}
+	}
+	if got := b.eval(t, `document.querySelector('#sources-body tr[data-source="pba"] [data-field="outcomes"]').textContent`); got != "rate-limited (429) 100%" {
+		t.Errorf("pba's outcomes = %q", got)
+	}
+	if got := b.eval(t, `document.querySelector('#sources-body tr[data-source="santafe"] [data-field="p50"]').textContent`); got == "—" {
+		t.Error("santafe has no latency after 3 calls")
+	}
+	if got := b.eval(t, `document.querySelector('#sources-body tr[data-source="pba"] [data-field="p50"]').textContent`); got == "—" {
+		t.Error("pba's 429 answered in no time")
+	}
+	// Time to the probe: none for a forced open breaker, now for a
+	// half-open one; mendoza's strip shows it closed, then open, then
+	// half-open, and nothing before the aggregator started.
+	if got := b.eval(t, `document.querySelector('.card[data-breaker="rosario/by_id"] [data-field="probe"]').textContent`); got != "none until reset" {
+		t.Errorf("forced-open probe = %q", got)
+	}
+	if got := b.eval(t, `document.querySelector('.card[data-breaker="mendoza/by_domain"] [data-field="probe"]').textContent`); got != "now: the next call probes" {
+		t.Errorf("half-open probe = %q", got)
+	}
+	if got := b.eval(t, `document.querySelector('.card[data-breaker="caba/by_domain"] [data-field="probe"]').hidden ? 'hidden' : 'shown'`); got != "hidden" {
+		t.Error("a closed breaker shows a probe time")
+	}
+	b.waitFor(t, card("mendoza", "by_domain")+` .strip .seg[data-state="half_open"]`)
+	if got := b.eval(t, `Array.from(document.querySelectorAll('.card[data-breaker="mendoza/by_domain"] .strip > span')).map(s => s.className + ':' + (s.dataset.state || '')).join(' ')`); got != "seg:closed seg:open seg:half_open" {
+		t.Errorf("mendoza's strip = %q, want closed, open, half-open", got)
+	}
+	// The aggregator knows only its own lifetime: the strip says since when.
+	if got := b.eval(t, `document.querySelector('.card[data-breaker="mendoza/by_domain"] .strip-label span').textContent`); !strings.HasPrefix(got, "since ") {
+		t.Errorf("mendoza's strip covers %q, want since the start", got)
+	}
+	if got := b.eval(t, `document.querySelector('.card[data-breaker="santafe/by_domain"] [data-field="availability"]').textContent`); got != "100% closed" {
+		t.Errorf("santafe's availability = %q, want 100%% closed", got)
+	}
+
 	// caba's portal is down: two queries trip its breaker, and the page's
 	// own refresh turns its card red.
 	for range 2 {
@@ -438,6 +503,13 @@ func TestDashboardInBrowser(t *testing.T) {
 	if got := b.eval(t, `document.querySelector('#events-body tr').dataset.breaker`); got != "caba/by_domain" {
 		t.Errorf("newest event row is %q, want caba/by_domain first", got)
 	}
+	// open_for is 10m: the probe is 9-10 minutes away; the strip shows
+	// the open stretch once the history is read again.
+	if got := b.eval(t, `document.querySelector('.card[data-breaker="caba/by_domain"] [data-field="probe"]').textContent`); !regexp.MustCompile(`^in (9m( \d+s)?|10m)$`).MatchString(got) {
+		t.Errorf("caba's probe = %q, want in 9-10 minutes", got)
+	}
+	b.do(t, "refresh", chromedp.Click(chromedp.ID("refresh-now")))
+	b.waitFor(t, card("caba", "by_domain")+` .strip .seg[data-state="open"]`)
 
 	if os.Getenv("UPDATE_SCREENSHOT") == "1" {
 		// Let open time accumulate a little so that the picture shows it.

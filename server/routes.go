@@ -20,6 +20,8 @@ func (s *Server) routes() {
 	admin.POST("/breakers/:key/:operation/open", s.openBreaker)
 	admin.PUT("/sources/:id/breaker", s.updateBreaker)
 	admin.GET("/events", s.events)
+	admin.GET("/sources", s.adminSources)
+	admin.GET("/history", s.history)
 	admin.GET("/dlq", s.listDLQ)
 	admin.POST("/dlq/:id/redeliver", s.redeliverDLQ)
 	admin.DELETE("/dlq/:id", s.deleteDLQ)

@@ -67,7 +67,38 @@ func Usage(ctx context.Context, c *ClientWithResponses) error {
 		var failureRatio float64 = br.Settings.FailureRatio
 		var statuses []HTTPStatus = br.Settings.FailureStatuses
 		var openFor GoDuration = br.Settings.OpenFor
-		_, _, _, _, _, _, _ = last, open, ratio, calls, failureRatio, statuses, openFor
+		var probe *time.Time = br.OpenUntil
+		_, _, _, _, _, _, _, _ = last, open, ratio, calls, failureRatio, statuses, openFor, probe
+	}
+
+	sa, err := c.ListSourceActivityWithResponse(ctx)
+	if err != nil {
+		return err
+	}
+	if l := sa.JSON200; l != nil {
+		s := l.Sources[0]
+		var pause *SourcePause = s.Pause
+		var latency *SourceLatency = s.LatencyMs
+		var succeeded *int64 = s.Outcomes.Succeeded
+		var perMinute float64 = s.CallsPerMinute
+		_, _, _, _ = pause, latency, succeeded, perMinute
+		if pause != nil {
+			var until time.Time = pause.Until
+			var reason string = pause.Reason
+			_, _ = until, reason
+		}
+	}
+
+	h, err := c.ListBreakerHistoryWithResponse(ctx, &ListBreakerHistoryParams{})
+	if err != nil {
+		return err
+	}
+	if l := h.JSON200; l != nil {
+		bh := l.Breakers[0]
+		var seg BreakerSegment = bh.Segments[0]
+		var state BreakerState = seg.State
+		var closed float64 = bh.Seconds.Closed
+		_, _, _ = seg, state, closed
 	}
 
 	e, err := c.ListEventsWithResponse(ctx, &ListEventsParams{})
