@@ -15,9 +15,8 @@ import (
 )
 
 var (
-	appendScript  = lua("events_append.lua")
-	readScript    = lua("events_read.lua")
-	historyScript = lua("history_append.lua")
+	appendScript = lua("events_append.lua")
+	readScript   = lua("events_read.lua")
 )
 
 // historyTTL is how long a breaker's history outlives its last
@@ -99,7 +98,7 @@ func (l *EventLog) flush(ctx context.Context) bool {
 	if len(l.pending) == 0 {
 		return true
 	}
-	args := append([]any{EventLogSize}, l.pending...)
+	args := append([]any{EventLogSize, 0}, l.pending...)
 	cctx, cancel := l.st.callCtx(ctx)
 	found, err := appendScript.Run(cctx, l.st.client, []string{l.key}, args...).Int()
 	cancel()
@@ -140,7 +139,7 @@ func (l *EventLog) flushHistories(ctx context.Context) bool {
 		args := append([]any{breaker.HistorySize, historyTTL.Milliseconds()}, events...)
 		// EVAL, not EVALSHA: transitions are rare, and a pipeline cannot
 		// load a script the server lost on the way.
-		cmds[hk] = historyScript.Eval(cctx, pipe, []string{hk}, args...)
+		cmds[hk] = appendScript.Eval(cctx, pipe, []string{hk}, args...)
 	}
 	_, _ = pipe.Exec(cctx) // each command's error is read below
 	for hk, cmd := range cmds {
