@@ -20,8 +20,10 @@ import (
 // WithURLTemplate, the request's URL template: never the URL, whose path
 // or query may hold a plate, a person id or a token (SPEC 10). It is named
 // by the method and the template ("POST /consulta", as the HTTP semantic
-// conventions say), or by the method alone when no template is known.
-// With a nil provider it adds the header only.
+// conventions say), or by the method alone when no template is known. A
+// span that starts a trace of its own under a context WithLink marked
+// links to that context's origin. With a nil provider it adds the header
+// only.
 func Transport(next http.RoundTripper, tp trace.TracerProvider, prop propagation.TextMapPropagator, opts ...Option) http.RoundTripper {
 	if next == nil {
 		next = http.DefaultTransport
@@ -81,7 +83,11 @@ func (t *transport) RoundTrip(r *http.Request) (*http.Response, error) {
 			attrs = append(attrs, semconv.ServerPort(p))
 		}
 	}
-	ctx, span := t.tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))
+	start := []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...)}
+	if link, ok := LinkOption(ctx); ok {
+		start = append(start, link)
+	}
+	ctx, span := t.tracer.Start(ctx, name, start...)
 	defer span.End()
 	r = r.Clone(ctx) // a RoundTripper must not change its caller's request
 	t.prop.Inject(ctx, propagation.HeaderCarrier(r.Header))

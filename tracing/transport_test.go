@@ -9,6 +9,7 @@ import (
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
 )
 
 type templateKey struct{}
@@ -68,4 +69,61 @@ func TestTransportURLTemplate(t *testing.T) {
 			t.Errorf("url.template %q, want %q", tmpl, tt.wantTmpl)
 		}
 	}
+}
+
+// A client span that starts a trace of its own under a context WithLink
+// marked links to the origin; one under a span is its child, and has no
+// link; an invalid origin marks nothing.
+func TestTransportLink(t *testing.T) {
+	t.Parallel()
+	portal := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	defer portal.Close()
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	tr := &http.Transport{}
+	defer tr.CloseIdleConnections()
+	client := &http.Client{Transport: Transport(tr, tp, nil)}
+
+	origin := trace.NewSpanContext(trace.SpanContextConfig{
+		TraceID: trace.TraceID{0x4b, 0xf9, 1}, SpanID: trace.SpanID{0x00, 0xf0, 2}, TraceFlags: trace.FlagsSampled, Remote: true,
+	})
+	linked := WithLink(context.Background(), origin)
+	parentCtx, parent := tp.Tracer("test").Start(linked, "retained lookup")
+	tests := []struct {
+		name      string
+		ctx       context.Context
+		wantLinks int
+	}{
+		{"root under a link", linked, 1},
+		{"child of a span", parentCtx, 0},
+		{"no link", context.Background(), 0},
+		{"an invalid origin", WithLink(context.Background(), trace.SpanContext{}), 0},
+	}
+	for _, tt := range tests {
+		rec.Reset()
+		req, _ := http.NewRequestWithContext(tt.ctx, http.MethodPost, portal.URL+"/hook", nil)
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		spans := rec.Ended()
+		if len(spans) != 1 {
+			t.Fatalf("%s: %d spans, want 1", tt.name, len(spans))
+		}
+		s := spans[0]
+		if got := len(s.Links()); got != tt.wantLinks {
+			t.Fatalf("%s: %d links, want %d", tt.name, got, tt.wantLinks)
+		}
+		if tt.wantLinks == 0 {
+			continue
+		}
+		if got := s.Links()[0].SpanContext; !got.Equal(origin) {
+			t.Errorf("%s: linked to %v, want %v", tt.name, got, origin)
+		}
+		if s.Parent().IsValid() || s.SpanContext().TraceID() == origin.TraceID() {
+			t.Errorf("%s: the span is in the origin's trace, want a trace of its own", tt.name)
+		}
+	}
+	parent.End()
 }
