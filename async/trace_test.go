@@ -285,6 +285,9 @@ func TestRedisStoreUnsoundTrace(t *testing.T) {
 		q := goodQuery()
 		q.Trace = tc
 		qdoc, _ := json.Marshal(q)
+		if name == "absent" && strings.Contains(string(qdoc), "trace") {
+			t.Fatalf("an untraced query is written with a trace member, unlike before: %s", qdoc)
+		}
 		qkey := prefix + "{async}:q:" + q.ID
 		c.HSet(ctx, qkey, "status", "pending", "doc", qdoc)
 		got, err := s.Query(ctx, q.ID)
