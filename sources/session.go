@@ -68,7 +68,8 @@ func (s *Source) compileSession() error {
 	if ss.TTL < 0 {
 		return errors.New("auth.session.ttl: negative")
 	}
-	se := &sessions{method: method, url: u, named: newURLTemplate(method, templatePath(s.spec.BaseURL, ss.Path)), host: s.host, format: f, ttl: ss.TTL, now: s.now,
+	se := &sessions{method: method, url: u, host: s.host, format: f, ttl: ss.TTL, now: s.now,
+		named: newURLTemplate(method, templatePath(s.spec.BaseURL, ss.Path)),
 		fetch: make(chan struct{}, 1), names: slices.Sorted(maps.Keys(ss.Extract))}
 	se.header = s.voucherH.Clone() // the source's headers
 	se.header.Set("Accept", acceptHeader(f.String()))
