@@ -121,8 +121,10 @@ func New(cfg *config.Config, opts Options) (*App, error) {
 		// Its pooled connections (two goroutines each) end with the App.
 		a.closers = append(a.closers, func() error { tr.CloseIdleConnections(); return nil })
 	}
-	// Every portal call is a client span that sends its traceparent.
-	opts.Transport = tracing.Transport(opts.Transport, opts.TracerProvider, opts.Propagator)
+	// Every portal call is a client span that sends its traceparent, named
+	// by the request's configured path template (SPEC 10).
+	opts.Transport = tracing.Transport(opts.Transport, opts.TracerProvider, opts.Propagator,
+		tracing.WithURLTemplate(sources.URLTemplate))
 	var m *metrics.Metrics
 	a.Breakers = breaker.NewSet(opts.BreakerStore, breaker.Options{
 		Now:    opts.Now,

@@ -69,6 +69,10 @@ type Query struct {
 	CompletedAt *time.Time        `json:"completed_at,omitempty"`
 	// Parts are the sources of the query, in configured order.
 	Parts []Part `json:"parts"`
+	// Trace is the trace context of the request that created the query
+	// (zero when it was not traced): its retained calls and its delivery
+	// link to it.
+	Trace TraceContext `json:"trace,omitzero"`
 }
 
 // Part is one source's share of a query and its retention state.
@@ -162,6 +166,9 @@ type Delivery struct {
 	Retained bool `json:"retained,omitempty"`
 	// Slot is the release slot reserved for the next attempt, if any.
 	Slot time.Time `json:"slot,omitzero"`
+	// Trace is the query's: each attempt links to the request that
+	// created it.
+	Trace TraceContext `json:"trace,omitzero"`
 }
 
 // DLQEntry is a delivery that failed its last attempt (SPEC 7).
@@ -176,4 +183,6 @@ type DLQEntry struct {
 	Payload     json.RawMessage `json:"payload"`
 	// MessageID is the webhook-id a redelivery keeps.
 	MessageID string `json:"-"`
+	// Trace is the query's, which a redelivery keeps.
+	Trace TraceContext `json:"-"`
 }

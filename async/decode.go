@@ -18,6 +18,13 @@ import (
 // 0–9999); anything else is absent. What is accepted is safe to work on:
 // its lookup is a valid plate or person id, its callback an absolute http
 // or https URL, and encoding it again cannot fail.
+//
+// The trace context a value keeps is optional: a document without one
+// (written before it was kept) is read as untraced, and one whose trace
+// context is not exactly what this package writes is read without it
+// (traceDropped, for the log): the work goes on, only its spans are not
+// linked. A trace member of another JSON shape makes the document
+// unreadable, like any other member of the wrong shape.
 
 // Bounds of decoded values: far beyond what the package writes.
 const (
@@ -27,12 +34,21 @@ const (
 )
 
 // decodeQuery decodes the document of query id.
-func decodeQuery(doc []byte, id string) (*Query, bool) {
+func decodeQuery(doc []byte, id string) (_ *Query, ok, traceDropped bool) {
 	var q Query
 	if json.Unmarshal(doc, &q) != nil || !q.valid(id) {
-		return nil, false
+		return nil, false, false
 	}
-	return &q, true
+	return &q, true, dropUnsound(&q.Trace)
+}
+
+// dropUnsound forgets *tc when it is not sound, and reports whether it did.
+func dropUnsound(tc *TraceContext) bool {
+	if tc.sound() {
+		return false
+	}
+	*tc = TraceContext{}
+	return true
 }
 
 func (q *Query) valid(id string) bool {
@@ -104,22 +120,22 @@ func (p *Part) valid(op aggregator.Operation) bool {
 }
 
 // decodeDelivery decodes delivery id.
-func decodeDelivery(doc []byte, id string) (*Delivery, bool) {
+func decodeDelivery(doc []byte, id string) (_ *Delivery, ok, traceDropped bool) {
 	var d Delivery
 	if json.Unmarshal(doc, &d) != nil || d.ID != id || !validID(id, "dlv_") || !validMessage(d.MessageID) ||
 		!validID(d.QueryID, "q_") || !validCallback(d.CallbackURL) || !validPayload(d.Payload) ||
 		d.Attempts < 0 || d.Attempts > maxAttempts || len(d.LastError) > maxText || !utf8.ValidString(d.LastError) ||
 		d.CreatedAt.IsZero() || !validTime(d.CreatedAt) || !validTime(d.Due) || !validTime(d.Slot) {
-		return nil, false
+		return nil, false, false
 	}
-	return &d, true
+	return &d, true, dropUnsound(&d.Trace)
 }
 
 // decodeDLQ decodes DLQ entry id, as DeadLetter writes it.
-func decodeDLQ(v []byte, id string) (DLQEntry, bool) {
+func decodeDLQ(v []byte, id string) (_ DLQEntry, ok, traceDropped bool) {
 	var r dlqRecord
 	if json.Unmarshal(v, &r) != nil {
-		return DLQEntry{}, false
+		return DLQEntry{}, false, false
 	}
 	e := r.Entry
 	if e.ID != id || !validID(id, "dlv_") || !validID(e.QueryID, "q_") || !validCallback(e.CallbackURL) ||
@@ -127,10 +143,10 @@ func decodeDLQ(v []byte, id string) (DLQEntry, bool) {
 		len(e.LastError) > maxText || !utf8.ValidString(e.LastError) ||
 		!validTime(e.CreatedAt) || !validTime(e.FailedAt) || e.CreatedAt.IsZero() || e.FailedAt.IsZero() ||
 		r.MessageID != "" && !validMessage(r.MessageID) {
-		return DLQEntry{}, false
+		return DLQEntry{}, false, false
 	}
-	e.MessageID = r.MessageID
-	return e, true
+	traceDropped = dropUnsound(&r.Trace)
+	return r.entry(), true, traceDropped
 }
 
 // validCallback reports whether raw has the shape of an accepted

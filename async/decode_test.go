@@ -13,7 +13,8 @@ import (
 // back (kind picks it: a query document, a pending delivery, a DLQ entry),
 // under the id it is read for. Never a panic; a value accepted is stored
 // under that id, encodes again (the API's view of a query too) to a value
-// decoded the same, and a query's lookup is one NewQuery accepts.
+// decoded the same, a query's lookup is one NewQuery accepts, and a trace
+// context kept is one this package writes.
 func FuzzDecode(f *testing.F) {
 	q := goodQuery()
 	q.Parts[0].Infractions = []aggregator.Infraction{{Source: "caba", ID: "Q-1", Status: aggregator.Unpaid}}
@@ -29,6 +30,14 @@ func FuzzDecode(f *testing.F) {
 	e := DLQEntry{ID: d.ID, QueryID: q.ID, CallbackURL: q.CallbackURL, Attempts: 5, LastError: "HTTP 500",
 		CreatedAt: t0, FailedAt: t0, Payload: d.Payload}
 	edoc, _ := json.Marshal(dlqRecord{Entry: e, MessageID: d.MessageID})
+	traced := goodQuery()
+	traced.Trace = TraceContext{Parent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", State: "vendor=v1"}
+	tdoc, _ := json.Marshal(traced)
+	td := *d
+	td.Trace = traced.Trace
+	tddoc, _ := json.Marshal(&td)
+	e.Trace = traced.Trace
+	tedoc, _ := json.Marshal(e.record())
 	for _, seed := range []struct {
 		kind uint8
 		id   string
@@ -38,6 +47,9 @@ func FuzzDecode(f *testing.F) {
 		{0, q.ID, bytes.Replace(qdoc, []byte("AB123CD"), []byte("ab123cd"), 1)},
 		{1, d.ID, ddoc}, {1, d.ID, bytes.Replace(ddoc, []byte(`"attempts":2`), []byte(`"attempts":-2`), 1)},
 		{2, e.ID, edoc}, {2, e.ID, []byte(`{"entry":{}}`)}, {2, "x", edoc},
+		{0, traced.ID, tdoc}, {0, traced.ID, bytes.Replace(tdoc, []byte("-01\""), []byte("-02\""), 1)},
+		{0, traced.ID, bytes.Replace(tdoc, []byte(`"vendor=v1"`), []byte(`"=,="`), 1)},
+		{1, td.ID, tddoc}, {2, e.ID, tedoc},
 	} {
 		f.Add(seed.kind, seed.id, seed.doc)
 	}
@@ -46,9 +58,12 @@ func FuzzDecode(f *testing.F) {
 		var again func([]byte) (any, bool)
 		switch kind % 3 {
 		case 0:
-			q, ok := decodeQuery(doc, id)
+			q, ok, _ := decodeQuery(doc, id)
 			if !ok {
 				return
+			}
+			if !q.Trace.sound() {
+				t.Errorf("query %s accepted with the trace context %+v", doc, q.Trace)
 			}
 			if _, bad := aggregator.NewQuery(q.Domain, q.PersonID, q.Domain != "", q.PersonID != ""); len(bad) > 0 {
 				t.Errorf("query %s accepted with lookup %q %q: %v", doc, q.Domain, q.PersonID, bad)
@@ -56,22 +71,28 @@ func FuzzDecode(f *testing.F) {
 			if _, err := json.Marshal(q.View()); err != nil {
 				t.Errorf("the view of %s does not encode: %v", doc, err)
 			}
-			v, again = q, func(b []byte) (any, bool) { return decodeQuery(b, id) }
+			v, again = q, func(b []byte) (any, bool) { q, ok, _ := decodeQuery(b, id); return q, ok }
 		case 1:
-			d, ok := decodeDelivery(doc, id)
+			d, ok, _ := decodeDelivery(doc, id)
 			if !ok {
 				return
 			}
-			v, again = d, func(b []byte) (any, bool) { return decodeDelivery(b, id) }
+			if !d.Trace.sound() {
+				t.Errorf("delivery %s accepted with the trace context %+v", doc, d.Trace)
+			}
+			v, again = d, func(b []byte) (any, bool) { d, ok, _ := decodeDelivery(b, id); return d, ok }
 		case 2:
-			e, ok := decodeDLQ(doc, id)
+			e, ok, _ := decodeDLQ(doc, id)
 			if !ok {
 				return
 			}
-			v = dlqRecord{Entry: e, MessageID: e.MessageID}
+			if !e.Trace.sound() {
+				t.Errorf("DLQ entry %s accepted with the trace context %+v", doc, e.Trace)
+			}
+			v = e.record()
 			again = func(b []byte) (any, bool) {
-				e, ok := decodeDLQ(b, id)
-				return dlqRecord{Entry: e, MessageID: e.MessageID}, ok
+				e, ok, _ := decodeDLQ(b, id)
+				return e.record(), ok
 			}
 		}
 		enc, err := json.Marshal(v)

@@ -65,7 +65,8 @@ func (m *Manager) deliver(d *Delivery) {
 	d.LastError = err.Error()
 	if d.Attempts >= m.opts.MaxAttempts {
 		e := DLQEntry{ID: d.ID, QueryID: d.QueryID, CallbackURL: d.CallbackURL, Attempts: d.Attempts,
-			LastError: d.LastError, CreatedAt: d.CreatedAt, FailedAt: end, Payload: d.Payload, MessageID: d.MessageID}
+			LastError: d.LastError, CreatedAt: d.CreatedAt, FailedAt: end, Payload: d.Payload, MessageID: d.MessageID,
+			Trace: d.Trace}
 		if err := m.store.DeadLetter(ctx, d, e); err != nil {
 			m.storeError("dead-lettering a delivery", err)
 			return
@@ -104,9 +105,10 @@ func (m *Manager) hold(ctx context.Context, d *Delivery, now time.Time, wait tim
 }
 
 // post makes one attempt: a signed POST that succeeds with a 2xx within
-// the timeout. The error says why not, without the URL.
+// the timeout. The error says why not, without the URL. Its client span
+// starts a trace of its own, linked to the request that created the query.
 func (m *Manager) post(ctx context.Context, d *Delivery, at time.Time) error {
-	ctx, cancel := context.WithTimeout(ctx, m.opts.Timeout)
+	ctx, cancel := context.WithTimeout(d.Trace.link(ctx), m.opts.Timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, d.CallbackURL, bytes.NewReader(d.Payload))
 	if err != nil {

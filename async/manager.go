@@ -318,6 +318,8 @@ func (m *Manager) Submit(ctx context.Context, r Request) (View, error) {
 	q := &Query{
 		ID: newID("q_"), Status: Pending, Domain: r.Query.Domain, PersonID: r.Query.ID, IDKind: r.Query.IDKind,
 		CallbackURL: r.CallbackURL, CreatedAt: now, ExpiresAt: now.Add(wait),
+		// The request's span, which the work done later links to.
+		Trace: traceContextOf(ctx),
 	}
 	op := r.Query.Operation()
 	for _, mem := range r.Sources {
@@ -378,7 +380,7 @@ func (m *Manager) Redeliver(ctx context.Context, id string) error {
 			msg = "msg_" + e.QueryID
 		}
 		return &Delivery{ID: newID("dlv_"), MessageID: msg, QueryID: e.QueryID, CallbackURL: e.CallbackURL,
-			Payload: e.Payload, CreatedAt: now, Due: now}
+			Payload: e.Payload, CreatedAt: now, Due: now, Trace: e.Trace}
 	})
 	if err != nil {
 		return err

@@ -177,7 +177,10 @@ func (s *RedisStore) Query(ctx context.Context, id string) (*Query, error) {
 		}
 		return nil, ErrNotFound
 	}
-	q, ok := decodeQuery([]byte(doc), id)
+	q, ok, traceDropped := decodeQuery([]byte(doc), id)
+	if traceDropped {
+		s.bad.Unreadable(key, "trace", false)
+	}
 	if !ok {
 		s.bad.Unreadable(key, "", false)
 		if _, err := s.run(ctx, unschedule, []string{s.queryDue()}, id); err != nil {
@@ -334,8 +337,11 @@ func (s *RedisStore) ClaimDeliveries(ctx context.Context, now time.Time, lease t
 		ok := false
 		switch v := v.(type) {
 		case string:
-			if d, ok = decodeDelivery([]byte(v), id); !ok {
+			var traceDropped bool
+			if d, ok, traceDropped = decodeDelivery([]byte(v), id); !ok {
 				s.bad.Unreadable(keys[i], "", false)
+			} else if traceDropped {
+				s.bad.Unreadable(keys[i], "trace", false)
 			}
 		case int64:
 			if v == 1 {
@@ -398,7 +404,7 @@ return { 1, dropped }
 
 // DeadLetter implements Store.
 func (s *RedisStore) DeadLetter(ctx context.Context, d *Delivery, e DLQEntry) error {
-	rec, err := json.Marshal(dlqRecord{Entry: e, MessageID: e.MessageID})
+	rec, err := json.Marshal(e.record())
 	if err != nil {
 		return err
 	}
@@ -429,10 +435,13 @@ func (s *RedisStore) DLQ(ctx context.Context) ([]DLQEntry, error) {
 	for i := 0; i+1 < len(all); i += 2 {
 		id, _ := all[i].(string)
 		v, _ := all[i+1].(string)
-		e, ok := decodeDLQ([]byte(v), id)
+		e, ok, traceDropped := decodeDLQ([]byte(v), id)
 		if !ok {
 			s.bad.Unreadable(s.dlq(), fieldName(id, "dlv_"), false)
 			continue
+		}
+		if traceDropped {
+			s.bad.Unreadable(s.dlq(), fieldName(id, "dlv_")+" trace", false)
 		}
 		out = append(out, e)
 	}
@@ -496,10 +505,13 @@ func (s *RedisStore) Redeliver(ctx context.Context, id string, fresh func(DLQEnt
 		}
 		return ErrNotFound
 	}
-	e, ok := decodeDLQ([]byte(v), id)
+	e, ok, traceDropped := decodeDLQ([]byte(v), id)
 	if !ok {
 		s.bad.Unreadable(s.dlq(), fieldName(id, "dlv_"), false)
 		return ErrNotFound
+	}
+	if traceDropped {
+		s.bad.Unreadable(s.dlq(), fieldName(id, "dlv_")+" trace", false)
 	}
 	d := fresh(e)
 	dd, err := json.Marshal(d)

@@ -39,7 +39,9 @@ func (m *Manager) retain(id string) {
 	if now.Before(q.ExpiresAt) {
 		set, idx := m.releasable(ctx, q, now)
 		if len(set) > 0 {
-			res := m.opts.Engine.Query(ctx, q.Lookup(), set, m.opts.Budget)
+			// The lookups start traces of their own, linked to the request
+			// that created the query.
+			res := m.opts.Engine.Query(q.Trace.link(ctx), q.Lookup(), set, m.opts.Budget)
 			if ctx.Err() != nil {
 				return // shutting down: the lease hands the query on
 			}
@@ -191,7 +193,7 @@ func (m *Manager) finish(ctx context.Context, q *Query, status Status, now time.
 		return err
 	}
 	d := &Delivery{ID: newID("dlv_"), MessageID: "msg_" + q.ID, QueryID: q.ID, CallbackURL: q.CallbackURL,
-		Payload: payload, CreatedAt: now, Due: now}
+		Payload: payload, CreatedAt: now, Due: now, Trace: q.Trace}
 	ok, err := m.store.FinishQuery(ctx, q, d, m.opts.Keep)
 	if err != nil {
 		return err

@@ -72,10 +72,24 @@ type memQuery struct {
 	purge time.Time
 }
 
-// dlqRecord is a DLQ entry as stored, with the webhook-id it keeps.
+// dlqRecord is a DLQ entry as stored, with the webhook-id and the trace
+// context it keeps.
 type dlqRecord struct {
-	Entry     DLQEntry `json:"entry"`
-	MessageID string   `json:"message_id"`
+	Entry     DLQEntry     `json:"entry"`
+	MessageID string       `json:"message_id"`
+	Trace     TraceContext `json:"trace,omitzero"`
+}
+
+// record is e as stored.
+func (e DLQEntry) record() dlqRecord {
+	return dlqRecord{Entry: e, MessageID: e.MessageID, Trace: e.Trace}
+}
+
+// entry is the DLQ entry r stores.
+func (r dlqRecord) entry() DLQEntry {
+	e := r.Entry
+	e.MessageID, e.Trace = r.MessageID, r.Trace
+	return e
 }
 
 var _ Store = (*MemoryStore)(nil)
@@ -239,7 +253,7 @@ func (s *MemoryStore) DeadLetter(_ context.Context, d *Delivery, e DLQEntry) err
 	defer s.mu.Unlock()
 	delete(s.deliveries, d.ID)
 	delete(s.deliverDue, d.ID)
-	s.dlq[e.ID] = dlqRecord{Entry: e, MessageID: e.MessageID}
+	s.dlq[e.ID] = e.record()
 	return nil
 }
 
@@ -249,9 +263,7 @@ func (s *MemoryStore) DLQ(_ context.Context) ([]DLQEntry, error) {
 	defer s.mu.Unlock()
 	out := make([]DLQEntry, 0, len(s.dlq))
 	for _, r := range s.dlq {
-		e := r.Entry
-		e.MessageID = r.MessageID
-		out = append(out, e)
+		out = append(out, r.entry())
 	}
 	sortDLQ(out)
 	return out, nil
@@ -281,9 +293,7 @@ func (s *MemoryStore) Redeliver(_ context.Context, id string, fresh func(DLQEntr
 	if !ok {
 		return ErrNotFound
 	}
-	e := r.Entry
-	e.MessageID = r.MessageID
-	d := fresh(e)
+	d := fresh(r.entry())
 	dd, err := json.Marshal(d)
 	if err != nil {
 		return err

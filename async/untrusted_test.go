@@ -121,6 +121,10 @@ func queryDocs(id string) map[string]string {
 		}),
 		"too many parts":     doc(func(q *Query) { q.Parts = make([]Part, maxParts+1) }),
 		"a year beyond 9999": strings.Replace(doc(func(*Query) {}), `"expires_at":"2026`, `"expires_at":"12026`, 1),
+		// A trace context of another shape; one of the right shape that is
+		// not sound is dropped alone (TestRedisStoreUnsoundTrace).
+		"a trace not an object":      strings.Replace(doc(func(*Query) {}), `"parts":`, `"trace":"`+marker+`","parts":`, 1),
+		"a traceparent not a string": strings.Replace(doc(func(*Query) {}), `"parts":`, `"trace":{"traceparent":7},"parts":`, 1),
 	}
 }
 

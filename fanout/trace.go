@@ -18,7 +18,8 @@ import (
 // (SPEC 10). It names the source, the operation and the breaker key, and,
 // once the part ended, its outcome, the problem type when it did not
 // succeed and how many calls went to the portal. Nothing in it comes from
-// the query: no plate, person id or URL.
+// the query: no plate, person id or URL. Under a context tracing.WithLink
+// marked, and without a parent span, it links to the origin.
 type lookupSpan struct {
 	span     trace.Span
 	attempts int
@@ -30,11 +31,17 @@ func (e *Engine) startLookup(ctx context.Context, m Member, op aggregator.Operat
 	if tracer == nil {
 		tracer = noop.NewTracerProvider().Tracer("")
 	}
-	ctx, span := tracer.Start(ctx, "lookup "+m.Source.ID(), trace.WithAttributes(
+	start := []trace.SpanStartOption{trace.WithAttributes(
 		tracing.AttrSource.String(m.Source.ID()),
 		tracing.AttrOperation.String(string(op)),
 		tracing.AttrBreakerKey.String(m.BreakerKey),
-	))
+	)}
+	// A lookup run later for work a request left (a retained source of an
+	// asynchronous query) starts a trace of its own, linked to that request.
+	if link, ok := tracing.LinkOption(ctx); ok {
+		start = append(start, link)
+	}
+	ctx, span := tracer.Start(ctx, "lookup "+m.Source.ID(), start...)
 	return ctx, &lookupSpan{span: span}
 }
 

@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
@@ -110,5 +111,97 @@ sources:
 		if got["aggregator.operation"] != "voucher" || got["aggregator.outcome"] != "succeeded" || got["aggregator.attempts"] != "1" {
 			t.Errorf("lookup attributes %v, want a voucher that succeeded in 1 attempt", got)
 		}
+	}
+}
+
+// An asynchronous query accepted under a caller's traceparent is delivered
+// later in a trace of its own: the delivery attempt's client span links to
+// the server span of POST /v1/queries, and the receiver gets the attempt's
+// traceparent, not the request's.
+func TestAsyncDeliveryLinksToItsRequest(t *testing.T) {
+	const traceID = "4bf92f3577b34da6a3ce929d0e0e4736"
+	portal := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"actas": [{"nro": "Q-1"}]}`)
+	}))
+	t.Cleanup(portal.Close)
+	hooks := make(chan string, 1)
+	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case hooks <- r.Header.Get("traceparent"):
+		default:
+		}
+	}))
+	t.Cleanup(receiver.Close)
+	cfg, err := config.Parse([]byte(`
+defaults: {timeout: 2s, retry: {max_retries: 0}}
+webhooks: {allow_private: true}
+sources:
+  - id: caba
+    jurisdiction: Ciudad de Buenos Aires
+    base_url: `+portal.URL+`
+    operations: {by_domain: {path: "/actas?dominio={domain}"}}
+    response: {items: /actas, fields: {id: /nro}}
+`), "trace.yaml", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	a, err := app.New(cfg, app.Options{TracerProvider: tp})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = a.Close() })
+	srv := httptest.NewServer(a.Server)
+	t.Cleanup(srv.Close)
+
+	req, _ := http.NewRequest(http.MethodPost, srv.URL+"/v1/queries",
+		strings.NewReader(`{"domain": "AB123CD", "callback_url": "`+receiver.URL+`/hook"}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("traceparent", "00-"+traceID+"-00f067aa0ba902b7-01")
+	resp, err := srv.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("POST /v1/queries: %d", resp.StatusCode)
+	}
+	var got string
+	select {
+	case got = <-hooks:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no delivery")
+	}
+	var server, attempt sdktrace.ReadOnlySpan
+	deadline := time.Now().Add(10 * time.Second)
+	for attempt == nil && time.Now().Before(deadline) {
+		for _, s := range rec.Ended() {
+			switch {
+			case s.SpanKind() == trace.SpanKindServer && s.Name() == "POST /v1/queries":
+				server = s
+			case s.SpanKind() == trace.SpanKindClient && s.Name() == "POST":
+				attempt = s
+			}
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if server == nil || attempt == nil {
+		t.Fatalf("server span %v, delivery span %v", server, attempt)
+	}
+	if server.SpanContext().TraceID().String() != traceID {
+		t.Errorf("the server span is not in the caller's trace")
+	}
+	if attempt.Parent().IsValid() || attempt.SpanContext().TraceID() == server.SpanContext().TraceID() {
+		t.Errorf("the delivery attempt is in the request's trace, want one of its own")
+	}
+	sc := server.SpanContext()
+	if links := attempt.Links(); len(links) != 1 || links[0].SpanContext.TraceID() != sc.TraceID() || links[0].SpanContext.SpanID() != sc.SpanID() {
+		t.Errorf("delivery attempt links %v, want one to the server span %v", links, server.SpanContext())
+	}
+	if want := "00-" + attempt.SpanContext().TraceID().String() + "-" + attempt.SpanContext().SpanID().String() + "-01"; got != want {
+		t.Errorf("the receiver got traceparent %q, want the attempt's %q", got, want)
 	}
 }

@@ -29,6 +29,7 @@ var ErrTokenRefused = errors.New("the token endpoint refused the client credenti
 type tokens struct {
 	cfg    clientcredentials.Config
 	client *http.Client // the source's
+	named  *urlTemplate // POST and the token_url's path
 	now    func() time.Time
 	fetch  chan struct{} // a one-slot semaphore: the fetcher holds it
 
@@ -44,6 +45,7 @@ func newTokens(o *OAuth2, client *http.Client, now func() time.Time) *tokens {
 			Scopes: o.Scopes, AuthStyle: oauth2.AuthStyleInHeader,
 		},
 		client: client,
+		named:  newURLTemplate(http.MethodPost, urlPath(o.TokenURL)),
 		now:    now,
 		fetch:  make(chan struct{}, 1),
 	}
@@ -75,7 +77,7 @@ func (t *tokens) get(ctx context.Context) (string, error) {
 	if tok := t.current(); tok != "" {
 		return tok, nil // fetched while we waited
 	}
-	tok, err := t.cfg.Token(context.WithValue(ctx, oauth2.HTTPClient, t.client))
+	tok, err := t.cfg.Token(context.WithValue(withURLTemplate(ctx, t.named), oauth2.HTTPClient, t.client))
 	if err != nil {
 		return "", tokenError(ctx, err)
 	}

@@ -37,6 +37,9 @@ type request struct {
 	headers  []headerTemplate // the operation's own, over the source's
 	body     template
 	bodyType string // the body's Content-Type; "" when there is no body
+	// named names the requests in traces: the method and the path
+	// template, never a value.
+	named *urlTemplate
 }
 
 // headerTemplate is one header of an operation.
@@ -62,6 +65,7 @@ func compileRequest(base string, op aggregator.Operation, spec OperationSpec, sc
 	if !isToken(r.method) {
 		fail("method: not an HTTP method")
 	}
+	r.named = newURLTemplate(r.method, templatePath(base, spec.Path))
 
 	path := spec.Path
 	if strings.HasSuffix(base, "/") && strings.HasPrefix(path, "/") {

@@ -23,6 +23,7 @@ import (
 // call at a time. Sessions are per replica: nothing is shared.
 type sessions struct {
 	method, url string
+	named       *urlTemplate // the method and the page's path
 	header      http.Header
 	host        string
 	format      format
@@ -68,6 +69,7 @@ func (s *Source) compileSession() error {
 		return errors.New("auth.session.ttl: negative")
 	}
 	se := &sessions{method: method, url: u, host: s.host, format: f, ttl: ss.TTL, now: s.now,
+		named: newURLTemplate(method, templatePath(s.spec.BaseURL, ss.Path)),
 		fetch: make(chan struct{}, 1), names: slices.Sorted(maps.Keys(ss.Extract))}
 	se.header = s.voucherH.Clone() // the source's headers
 	se.header.Set("Accept", acceptHeader(f.String()))
@@ -156,7 +158,7 @@ func (se *sessions) drop(gen uint64) {
 
 // visit requests the session page and extracts its values.
 func (se *sessions) visit(ctx context.Context, s *Source) (map[string]string, error) {
-	req, err := http.NewRequestWithContext(ctx, se.method, se.url, nil)
+	req, err := http.NewRequestWithContext(withURLTemplate(ctx, se.named), se.method, se.url, nil)
 	if err != nil {
 		return nil, &Error{Outcome: aggregator.Rejected, Err: errors.New("session page: building the request")}
 	}

@@ -402,12 +402,15 @@ func (s *Source) Lookup(ctx context.Context, q aggregator.Query) (Answer, error)
 	if !s.Supports(op, q.IDKind) {
 		return Answer{}, ErrUnsupported
 	}
+	o := s.ops[opIndex(op)]
+	// Every request of the call (each page too) is named by the operation.
+	ctx = withURLTemplate(ctx, o.named)
 	var v values
 	v.p[paramDomain], v.p[paramID], v.p[paramIDKind] = q.Domain, q.ID, string(q.IDKind)
 	if s.spec.Pagination.Style != "" {
-		return s.lookupPages(ctx, s.ops[opIndex(op)], &v)
+		return s.lookupPages(ctx, o, &v)
 	}
-	resp, err := s.do(ctx, s.ops[opIndex(op)], &v, s.lookupH)
+	resp, err := s.do(ctx, o, &v, s.lookupH)
 	if err != nil {
 		return Answer{}, err
 	}
@@ -451,6 +454,7 @@ func (s *Source) Voucher(ctx context.Context, infractionID string) (*Voucher, er
 	if infractionID == "" {
 		return nil, &Error{Outcome: aggregator.Rejected, Err: ErrNotFound}
 	}
+	ctx = withURLTemplate(ctx, o.named)
 	var v values
 	v.p[paramInfractionID] = infractionID
 	resp, err := s.do(ctx, o, &v, s.voucherH)

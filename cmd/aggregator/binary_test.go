@@ -110,7 +110,9 @@ func TestBinaryCommandLine(t *testing.T) {
 			t.Errorf("aggregator %v: go %q, want %s", args, got, runtime.Version())
 		}
 	}
-	for _, args := range [][]string{{"serve"}, {"-bogus"}, {"-listen", "0.0.0.0:8080"}, {"-listen", "127.0.0.1:0", "extra"}} {
+	for _, args := range [][]string{{"serve"}, {"-bogus"}, {"-listen", "0.0.0.0:8080"}, {"-listen", "127.0.0.1:0", "extra"},
+		{"validate", "-bogus"}, {"query", "--plate", "AB123CD", "--server", "http://127.0.0.1:1"}, {"sources", "check", "-nope"},
+		{"version", "--short"}, {"help", "nosuch"}} {
 		cmd := exec.Command(bin, args...)
 		var stdout, stderr strings.Builder
 		cmd.Stdout, cmd.Stderr = &stdout, &stderr

@@ -54,7 +54,8 @@ sources:
 		{"stray argument", []string{"-listen", "127.0.0.1:0", "extra"}, 2, nil, []string{"unexpected arguments: extra"}},
 		{"run with a stray argument", []string{"run", "extra"}, 2, nil, []string{"unexpected arguments: extra"}},
 		{"bad log level", []string{"-log-level", "loud"}, 2, nil, []string{"-log-level"}},
-		{"version with arguments", []string{"version", "--short"}, 2, nil, []string{"unexpected arguments"}},
+		{"version with arguments", []string{"version", "short"}, 2, nil, []string{"unexpected arguments: short", "usage: aggregator version"}},
+		{"version with a flag", []string{"version", "--short"}, 2, nil, []string{"flag provided but not defined: -short", "usage: aggregator version"}},
 		{"validate, unknown flag", []string{"validate", "-bogus"}, 2, nil, []string{"flag provided but not defined: -bogus", "usage: aggregator validate"}},
 		{"validate, stray argument", []string{"validate", "-config", unset, "x"}, 2, nil, []string{"unexpected arguments: x"}},
 		{"validate -h", []string{"validate", "-h"}, 0, nil, []string{"usage: aggregator validate"}},
@@ -101,6 +102,130 @@ sources:
 				t.Errorf("the server started:\n%s", stderr.String())
 			}
 		})
+	}
+}
+
+// Every subcommand (SPEC 10) refuses an unknown flag and a bad argument
+// the same way: exit 2, its usage on stderr, nothing on stdout, nothing
+// started or asked. The query command's 2 is also its partial result: the
+// usage on stderr tells them apart. run gets an ended context, and query a
+// server that cannot be reached: a command that went ahead would fail
+// otherwise, not with 2 and the usage.
+func TestUsageErrorsExit2(t *testing.T) {
+	t.Parallel()
+	cfg := filepath.Join(t.TempDir(), "ok.yaml")
+	writeFile(t, cfg, `
+server: {listen: "127.0.0.1:0"}
+sources:
+  - id: caba
+    jurisdiction: Ciudad de Buenos Aires
+    base_url: http://127.0.0.1:1
+    operations: {by_domain: {path: "/actas?dominio={domain}"}}
+    response: {items: /actas, fields: {id: /nro}}
+`)
+	const (
+		runUsage     = "usage: aggregator [command] [flags]"
+		validUsage   = "usage: aggregator validate"
+		queryUsage   = "usage: aggregator query"
+		checkUsage   = "usage: aggregator sources check"
+		versionUsage = "usage: aggregator version"
+	)
+	noServer := []string{"--server", "http://127.0.0.1:1"}
+	tests := []struct {
+		command string
+		args    []string
+		stderr  []string // the reason, then the usage
+	}{
+		{"unknown", []string{"serve"}, []string{`unknown command "serve"`, runUsage}},
+		{"run", []string{"run", "-bogus"}, []string{"flag provided but not defined: -bogus", runUsage}},
+		{"run", []string{"-config", cfg, "-bogus"}, []string{"flag provided but not defined: -bogus", runUsage}},
+		{"run", []string{"run", "-config"}, []string{"flag needs an argument: -config", runUsage}},
+		{"run", []string{"run", "-config", cfg, "extra"}, []string{"unexpected arguments: extra", runUsage}},
+		{"run", []string{"-config", cfg, "-log-level", "loud"}, []string{`-log-level "loud"`, runUsage}},
+		{"run", []string{"-config", cfg, "-listen", "nowhere"}, []string{"-listen", runUsage}},
+		{"run", []string{"-listen", "0.0.0.0:8080"}, []string{"loopback only", runUsage}},
+		{"validate", []string{"validate", "-bogus"}, []string{"flag provided but not defined: -bogus", validUsage}},
+		{"validate", []string{"validate"}, []string{"-config FILE is required", validUsage}},
+		{"validate", []string{"validate", "-config", cfg, "extra"}, []string{"unexpected arguments: extra", validUsage}},
+		{"query", append([]string{"query", "--plate", "AB123CD"}, noServer...), []string{"flag provided but not defined: -plate", queryUsage}},
+		{"query", append([]string{"query", "--domain", "AB123CD", "extra"}, noServer...), []string{"unexpected arguments: extra", queryUsage}},
+		{"query", append([]string{"query"}, noServer...), []string{"exactly one of --domain and --id", queryUsage}},
+		{"query", append([]string{"query", "--domain", "AB123CD", "--id", "20314159269"}, noServer...), []string{"exactly one of --domain and --id", queryUsage}},
+		{"query", append([]string{"query", "--domain", "AB123CD", "-o", "yaml"}, noServer...), []string{`-o "yaml"`, queryUsage}},
+		{"query", append([]string{"query", "--domain", "AB123CD", "--timeout", "soon"}, noServer...), []string{`invalid value "soon" for flag -timeout`, queryUsage}},
+		{"query", []string{"query", "--domain", "AB123CD", "--server", "ftp://127.0.0.1:1"}, []string{"want an absolute http or https URL", queryUsage}},
+		{"sources", []string{"sources"}, []string{"a subcommand is required", checkUsage}},
+		{"sources", []string{"sources", "list"}, []string{`unknown subcommand "list"`, checkUsage}},
+		{"sources check", []string{"sources", "check", "-config", cfg, "-nope"}, []string{"flag provided but not defined: -nope", checkUsage}},
+		{"sources check", []string{"sources", "check", "-domain", "AB123CD"}, []string{"-config FILE is required", checkUsage}},
+		{"sources check", []string{"sources", "check", "-config", cfg, "-domain", "AB123CD", "extra"}, []string{"unexpected arguments: extra", checkUsage}},
+		{"sources check", []string{"sources", "check", "-config", cfg, "-domain", "AB123CD", "-id", "20314159269"}, []string{"exactly one of -domain, -id and -infraction", checkUsage}},
+		{"sources check", []string{"sources", "check", "-config", cfg, "-domain", "ZZ"}, []string{"-domain: not a plate", checkUsage}},
+		{"sources check", []string{"sources", "check", "-config", cfg, "-domain", "AB123CD", "-source", "atlantis"}, []string{"atlantis", checkUsage}},
+		{"version", []string{"version", "--short"}, []string{"flag provided but not defined: -short", versionUsage}},
+		{"version", []string{"version", "short"}, []string{"unexpected arguments: short", versionUsage}},
+		{"help", []string{"help", "-bogus"}, []string{"flag provided but not defined: -bogus", runUsage}},
+		{"help", []string{"help", "nosuch"}, []string{`unknown command "nosuch"`, runUsage}},
+		{"help", []string{"help", "query", "--domain"}, []string{`unknown command "query --domain"`, runUsage}},
+	}
+	covered := map[string]bool{}
+	for _, tt := range tests {
+		covered[tt.command] = true
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			t.Parallel()
+			ctx, cancel := context.WithCancel(context.Background())
+			cancel()
+			var stdout, stderr syncBuffer
+			err := run(ctx, tt.args, noEnv, &stdout, &stderr)
+			if got := exitCode(err); got != 2 {
+				t.Errorf("exit %d (%v), want 2\nstderr:\n%s", got, err, stderr.String())
+			}
+			if stdout.String() != "" {
+				t.Errorf("output on stdout:\n%s", stdout.String())
+			}
+			// The reason first, then the usage.
+			at := 0
+			for _, w := range tt.stderr {
+				i := strings.Index(stderr.String()[at:], w)
+				if i < 0 {
+					t.Errorf("stderr lacks %q after offset %d:\n%s", w, at, stderr.String())
+					break
+				}
+				at += i + len(w)
+			}
+		})
+	}
+	for _, c := range append(commands, "unknown") {
+		if !covered[c] {
+			t.Errorf("no usage error tested for %q", c)
+		}
+	}
+}
+
+// help COMMAND prints that command's usage on stdout, exit 0, as
+// COMMAND -h does; plain help lists the commands.
+func TestHelpCommand(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		topic []string
+		want  string
+	}{
+		{nil, "usage: aggregator [command] [flags]"},
+		{[]string{"-h"}, "usage: aggregator [command] [flags]"},
+		{[]string{"run"}, "usage: aggregator [command] [flags]"},
+		{[]string{"help"}, "usage: aggregator [command] [flags]"},
+		{[]string{"validate"}, "usage: aggregator validate -config FILE"},
+		{[]string{"query"}, "usage: aggregator query (--domain PLATE | --id CUIT/DNI)"},
+		{[]string{"sources"}, "usage: aggregator sources check -config FILE"},
+		{[]string{"sources", "check"}, "usage: aggregator sources check -config FILE"},
+		{[]string{"version"}, "usage: aggregator version"},
+	}
+	for _, tt := range tests {
+		var stdout, stderr syncBuffer
+		err := run(context.Background(), append([]string{"help"}, tt.topic...), noEnv, &stdout, &stderr)
+		if err != nil || !strings.HasPrefix(stdout.String(), tt.want) || stderr.String() != "" {
+			t.Errorf("help %v: %v\nstdout:\n%s\nstderr:\n%s", tt.topic, err, stdout.String(), stderr.String())
+		}
 	}
 }
 

@@ -7,7 +7,10 @@
 //	aggregator sources check -config FILE (-domain P | -id N | -infraction ID)
 //	                                   call each source once and show what maps
 //	aggregator version                 the build: version, VCS revision, Go version
-//	aggregator help                    the commands
+//	aggregator help [COMMAND]          the commands, or one command's flags
+//
+// An unknown command, flag or argument exits 2 with the usage on stderr,
+// and nothing starts (SPEC 10).
 package main
 
 import (
@@ -23,6 +26,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -71,9 +75,11 @@ Commands:
   sources check  call each configured source once, outside the breakers, and show the
                  exchange and how every item maps (-config FILE, -domain, -id or -infraction)
   version        print the version, the VCS revision and the Go version
-  help           print this help
+  help [COMMAND] print this help, or the usage and flags of COMMAND
 
-'aggregator COMMAND -h' lists a command's flags. The flags of run:
+An unknown command, flag or argument exits 2 with the usage on stderr.
+'aggregator help COMMAND' (or 'aggregator COMMAND -h') lists a command's flags.
+The flags of run:
 `
 
 // run is the whole program, testable: it returns when ctx ends (after a
@@ -93,17 +99,33 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	case "sources":
 		return sourcesCmd(ctx, rest, getenv, stdout, stderr)
 	case "version":
-		if len(rest) > 0 {
-			fmt.Fprintf(stderr, "aggregator version: unexpected arguments: %s\n", strings.Join(rest, " "))
-			return exitUsage
-		}
-		printVersion(stdout, buildInfo(version, debug.ReadBuildInfo))
-		return nil
+		return versionCmd(rest, stdout, stderr)
 	case "help":
+		return help(ctx, rest, getenv, stdout, stderr)
+	}
+	fmt.Fprintf(stderr, "aggregator: unknown command %q\n\n", cmd)
+	printUsage(stderr)
+	return exitUsage
+}
+
+// help is `aggregator help [COMMAND]`: the commands, or the usage of
+// one, on stdout. An unknown command or a flag is a usage error.
+func help(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	if len(args) == 0 || len(args) == 1 && (args[0] == "-h" || args[0] == "-help" || args[0] == "--help") {
 		printUsage(stdout)
 		return nil
 	}
-	fmt.Fprintf(stderr, "aggregator: unknown command %q\n\n", cmd)
+	topic := strings.Join(args, " ")
+	switch topic {
+	case "run", "validate", "query", "sources", "sources check", "version", "help":
+		// What COMMAND -h prints, on stdout; -h never runs anything.
+		return run(ctx, append(slices.Clone(args), "-h"), getenv, stdout, stdout)
+	}
+	if strings.HasPrefix(args[0], "-") {
+		fmt.Fprintf(stderr, "aggregator help: flag provided but not defined: %s\n\n", args[0])
+	} else {
+		fmt.Fprintf(stderr, "aggregator help: unknown command %q\n\n", topic)
+	}
 	printUsage(stderr)
 	return exitUsage
 }
@@ -161,12 +183,14 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(*f.logLevel)); err != nil {
-		fmt.Fprintf(stderr, "aggregator: -log-level: %v\n", err)
+		fmt.Fprintf(stderr, "aggregator: -log-level %q: want debug, info, warn or error\n\n", *f.logLevel)
+		printUsage(stderr)
 		return exitUsage
 	}
 	if *f.config == "" && *f.listen != "" && !loopback(*f.listen) {
 		fmt.Fprintf(stderr, "aggregator: -listen %q: the demo (no -config) listens on loopback only "+
-			"(127.0.0.1, ::1 or localhost, with a port); to serve on other addresses, run with -config FILE\n", *f.listen)
+			"(127.0.0.1, ::1 or localhost, with a port); to serve on other addresses, run with -config FILE\n\n", *f.listen)
+		printUsage(stderr)
 		return exitUsage
 	}
 	// Log lines written about a request carry its request_id, and its
@@ -197,7 +221,9 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		}
 		if *f.listen != "" {
 			if err := cfg.SetListen(*f.listen); err != nil {
-				return fmt.Errorf("-listen: %w", err)
+				fmt.Fprintf(stderr, "aggregator: -listen: %v\n\n", err)
+				printUsage(stderr)
+				return exitUsage
 			}
 		}
 	}
@@ -280,7 +306,7 @@ func validate(args []string, getenv func(string) string, stdout, stderr io.Write
 	fs := flag.NewFlagSet("validate", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), "usage: aggregator validate -config FILE\n\nLists every problem of a configuration; exit status 1 if there is any.\n\n")
+		fmt.Fprint(fs.Output(), "usage: aggregator validate -config FILE\n\nLists every problem of a configuration; exit status 1 if there is any,\n2 for a command line that cannot be run.\n\n")
 		fs.PrintDefaults()
 	}
 	cfgPath := fs.String("config", "", "YAML configuration `file` to check")

@@ -21,7 +21,9 @@ import (
 // been written for the user. It counts as errReported.
 type exitStatus int
 
-// The exit statuses of `aggregator query`.
+// The exit statuses of `aggregator query` (and exitUsage, for a command
+// line that cannot be run: the same 2 as a partial result, told apart by
+// the usage on stderr).
 const (
 	exitPartial exitStatus = 2 // a result, but some sources did not succeed
 	exitFailed  exitStatus = 1 // no result
@@ -44,8 +46,14 @@ func exitCode(err error) int {
 
 const queryUsage = `usage: aggregator query (--domain PLATE | --id CUIT/DNI) [flags]
 
-Looks up infractions through a running aggregator. Exit status: 0 when every
-source answered, 2 for a partial result, 1 when there is no result.
+Looks up infractions through a running aggregator. Exit status:
+  0  every source answered
+  1  no result: the server refused the query (its problem is printed on
+     stderr) or could not be reached
+  2  a partial result (some sources did not answer; printed on stdout), or a
+     command line that cannot be run (an unknown flag, a bad or missing
+     argument), in which case nothing is asked and this usage is printed on
+     stderr
 
 `
 
@@ -69,12 +77,12 @@ func query(ctx context.Context, args []string, getenv func(string) string, stdou
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
 		}
-		return exitFailed
+		return exitUsage // flag printed the error and the usage
 	}
 	usage := func(msg string) error {
-		fmt.Fprintln(stderr, "aggregator query:", msg)
+		fmt.Fprintf(stderr, "aggregator query: %s\n\n", msg)
 		fs.Usage()
-		return exitFailed
+		return exitUsage
 	}
 	switch {
 	case fs.NArg() > 0:

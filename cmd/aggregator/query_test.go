@@ -188,12 +188,16 @@ func TestQueryCommand(t *testing.T) {
 			code:   1,
 			stderr: []string{"aggregator query: Get \"http://127.0.0.1:1/v1/infractions?domain=AB123CD\""},
 		},
-		{name: "domain and id", args: []string{"--domain", "AB123CD", "--id", "12345678"}, code: 1, stderr: []string{"exactly one of --domain and --id"}},
-		{name: "neither", args: nil, code: 1, stderr: []string{"exactly one of --domain and --id", "usage: aggregator query"}},
-		{name: "bad output", args: []string{"--domain", "AB123CD", "-o", "yaml"}, code: 1, stderr: []string{`-o "yaml": want table or json`}},
-		{name: "bad server", args: []string{"--domain", "AB123CD", "--server", "ftp://127.0.0.1"}, code: 1, stderr: []string{"want an absolute http or https URL"}},
-		{name: "stray argument", args: []string{"--domain", "AB123CD", "extra"}, code: 1, stderr: []string{"unexpected arguments: extra"}},
-		{name: "unknown flag", args: []string{"--plate", "AB123CD"}, code: 1, stderr: []string{"flag provided but not defined: -plate"}},
+		// A command line that cannot be run: exit 2, like a partial
+		// result, told apart by the usage on stderr; nothing is asked.
+		{name: "domain and id", args: []string{"--domain", "AB123CD", "--id", "12345678"}, code: 2, stderr: []string{"exactly one of --domain and --id", "usage: aggregator query"}},
+		{name: "neither", args: nil, code: 2, stderr: []string{"exactly one of --domain and --id", "usage: aggregator query"}},
+		{name: "bad output", args: []string{"--domain", "AB123CD", "-o", "yaml"}, code: 2, stderr: []string{`-o "yaml": want table or json`, "usage: aggregator query"}},
+		{name: "bad server", args: []string{"--domain", "AB123CD", "--server", "ftp://127.0.0.1"}, code: 2, stderr: []string{"want an absolute http or https URL", "usage: aggregator query"}},
+		{name: "negative timeout", args: []string{"--domain", "AB123CD", "--timeout", "-1s"}, code: 2, stderr: []string{"--timeout must be positive", "usage: aggregator query"}},
+		{name: "stray argument", args: []string{"--domain", "AB123CD", "extra"}, code: 2, stderr: []string{"unexpected arguments: extra", "usage: aggregator query"}},
+		{name: "unknown flag", args: []string{"--plate", "AB123CD"}, code: 2, stderr: []string{"flag provided but not defined: -plate", "usage: aggregator query"}},
+		{name: "flag without its value", args: []string{"--domain"}, code: 2, stderr: []string{"flag needs an argument: -domain", "usage: aggregator query"}},
 		{name: "help", args: []string{"-h"}, code: 0, stderr: []string{"usage: aggregator query"}},
 	}
 	for _, tt := range tests {

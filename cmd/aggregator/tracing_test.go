@@ -103,9 +103,10 @@ func strAttr(attrs []*commonpb.KeyValue, key string) string {
 // OTLP/HTTP (SPEC 10): the server span is the child of the caller's
 // traceparent and is named by the route template; one lookup span per
 // source carries the outcome attributes (and the problem type of the one
-// that failed); each portal call is a client span whose traceparent the
-// portal received; the access log line and the latency exemplars carry the
-// trace id; and no name, attribute or event anywhere holds the plate.
+// that failed); each portal call is a client span named by its method and
+// path template (its url.template), whose traceparent the portal received;
+// the access log line and the latency exemplars carry the trace id; and no
+// name, attribute or event anywhere holds the plate or the query string.
 func TestTracingExportsSpans(t *testing.T) {
 	const plate = "AB123CD"
 	const traceID = "4bf92f3577b34da6a3ce929d0e0e4736"
@@ -242,8 +243,9 @@ sources:
 			t.Errorf("service.name = %q, want aggregator-test", got)
 		}
 	}
-	// Nothing exported holds the plate, nor the portal paths that carry it.
-	for _, s := range []string{plate, strings.ToLower(plate), "dominio=", "/actas"} {
+	// Nothing exported holds the plate, nor the portal URLs that carry it:
+	// the portal calls are named by their path templates.
+	for _, s := range []string{plate, strings.ToLower(plate), "dominio"} {
 		if strings.Contains(text, s) {
 			t.Errorf("the exported spans contain %q:\n%s", s, text)
 		}
@@ -279,9 +281,10 @@ sources:
 	// One lookup span per source, children of the server span.
 	tests := []struct {
 		source, breakerKey, outcome, problemType string
+		template                                 string // of its portal call
 	}{
-		{"good", "good", "succeeded", ""},
-		{"bad", "bad-portal", "unavailable", "source-unavailable"},
+		{"good", "good", "succeeded", "", "/actas"},
+		{"bad", "bad-portal", "unavailable", "source-unavailable", "/actas/{domain}"},
 	}
 	for _, tt := range tests {
 		var lookups []*tracepb.Span
@@ -333,12 +336,15 @@ sources:
 		if want := "00-" + traceID + "-" + hexID(calls[0].SpanId) + "-01"; got != want {
 			t.Errorf("%s: portal got traceparent %q, want %q", tt.source, got, want)
 		}
-		if calls[0].Name != "GET" {
-			t.Errorf("%s: client span named %q, want GET", tt.source, calls[0].Name)
+		if want := "GET " + tt.template; calls[0].Name != want {
+			t.Errorf("%s: client span named %q, want %q", tt.source, calls[0].Name, want)
+		}
+		if got := strAttr(calls[0].Attributes, "url.template"); got != tt.template {
+			t.Errorf("%s: url.template %q, want %q", tt.source, got, tt.template)
 		}
 		for _, kv := range calls[0].Attributes {
 			switch kv.Key {
-			case "http.request.method", "server.address", "server.port", "http.response.status_code", "error.type":
+			case "http.request.method", "url.template", "server.address", "server.port", "http.response.status_code", "error.type":
 			default:
 				t.Errorf("%s: client span attribute %s = %v: not one of the allowed", tt.source, kv.Key, kv.Value)
 			}

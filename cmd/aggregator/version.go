@@ -1,10 +1,13 @@
 package main
 
 import (
+	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"runtime"
 	"runtime/debug"
+	"strings"
 
 	"github.com/multas/aggregator/metrics"
 )
@@ -54,4 +57,30 @@ func buildInfo(version string, read func() (*debug.BuildInfo, bool)) metrics.Bui
 // printVersion writes b, one field a line.
 func printVersion(w io.Writer, b metrics.BuildInfo) {
 	fmt.Fprintf(w, "aggregator %s\nrevision   %s\ngo         %s\n", b.Version, b.Revision, b.GoVersion)
+}
+
+const versionUsage = `usage: aggregator version
+
+Prints the version, the VCS revision and the Go version of this build
+(also: aggregator -version).
+`
+
+// versionCmd is `aggregator version`: no flags, no arguments.
+func versionCmd(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("version", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprint(fs.Output(), versionUsage) }
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return exitUsage // flag printed the error and the usage
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "aggregator version: unexpected arguments: %s\n\n", strings.Join(fs.Args(), " "))
+		fs.Usage()
+		return exitUsage
+	}
+	printVersion(stdout, buildInfo(version, debug.ReadBuildInfo))
+	return nil
 }
