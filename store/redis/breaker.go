@@ -218,6 +218,12 @@ func (b *BreakerStore) Done(ctx context.Context, id breaker.ID, p breaker.Permit
 func (b *BreakerStore) count(ctx context.Context, id breaker.ID, gen int64, v breaker.Verdict, r breaker.Report, s breaker.Settings, now time.Time) ([]breaker.Event, error) {
 	b.seen(now)
 	e := b.entry(id)
+	if v == breaker.Failure {
+		// It may trip the breaker: counts the background flush has on
+		// their way must be in the view first, for wouldTrip to see them.
+		e.send.Lock()
+		defer e.send.Unlock()
+	}
 	e.mu.Lock()
 	e.configure(s, b.st.channel)
 	if gen != e.v.gen || e.v.st != breaker.Closed {
@@ -293,26 +299,64 @@ func (b *BreakerStore) admin(ctx context.Context, id breaker.ID, s breaker.Setti
 	if to == breaker.ForcedOpen {
 		local = b.local.ForceOpen
 	}
-	if b.st.Degraded() {
-		return local(ctx, id, s, now)
-	}
 	b.seen(now)
 	e := b.entry(id)
-	e.mu.Lock()
-	e.configure(s, b.st.channel)
-	e.take() // counts of the generation that ends
-	args := e.argv(now, string(to))
-	e.mu.Unlock()
-	cctx, cancel := b.st.callCtx(ctx)
-	res, err := adminScript.Run(cctx, b.st.client, []string{e.key}, args...).Slice()
-	cancel()
-	if err != nil {
-		b.st.failed(ctx, err)
-		return local(ctx, id, s, now)
+	// An operator's reset or forced open is the fleet's: it goes to Redis
+	// even while this replica decides on local state (Redis may answer
+	// again already), and is tried again on a passing error (one slow
+	// answer, a pooled connection that died with the old server), so
+	// that it is not left in this replica alone. Only when Redis
+	// cannot take it does it stay local, to be written back when Redis is
+	// back (reconcile).
+	var err error
+	for i := range adminAttempts {
+		if i > 0 {
+			select {
+			case <-ctx.Done():
+			case <-time.After(time.Duration(i) * adminRetryWait):
+			}
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		e.mu.Lock()
+		e.configure(s, b.st.channel)
+		e.take() // counts of the generation that ends
+		args := e.argv(now, string(to))
+		e.mu.Unlock()
+		cctx, cancel := b.st.callCtx(ctx)
+		var res []any
+		res, err = adminScript.Run(cctx, b.st.client, []string{e.key}, args...).Slice()
+		cancel()
+		if err != nil {
+			continue
+		}
+		events, v := b.reply(e, res, now)
+		e.mu.Lock()
+		e.adminLocal = false
+		e.mu.Unlock()
+		if b.st.Degraded() {
+			// Local decisions follow the fleet's state meanwhile.
+			b.local.Seed(id, s, v.st, micros(v.since, now), micros(v.ou, now), now)
+		}
+		return events, nil
 	}
-	events, _ := b.reply(e, res, now)
-	return events, nil
+	b.st.failed(ctx, err)
+	events, lerr := local(ctx, id, s, now)
+	if lerr == nil {
+		e.mu.Lock()
+		e.adminLocal = true
+		e.mu.Unlock()
+	}
+	return events, lerr
 }
+
+const (
+	// adminAttempts is how often a reset or forced open is tried on Redis
+	// before it stays local; adminRetryWait grows the wait between tries.
+	adminAttempts  = 3
+	adminRetryWait = 50 * time.Millisecond
+)
 
 // Status implements breaker.Store: this replica's pending counts, then the
 // breaker read, in one round trip.
@@ -322,6 +366,9 @@ func (b *BreakerStore) Status(ctx context.Context, id breaker.ID, s breaker.Sett
 	}
 	b.seen(now)
 	e := b.entry(id)
+	// After the counts the background flush has on their way, if any.
+	e.send.Lock()
+	defer e.send.Unlock()
 	e.mu.Lock()
 	e.configure(s, b.st.channel)
 	var calls []scriptCall

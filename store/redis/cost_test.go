@@ -17,7 +17,9 @@ import (
 func TestClosedCallsCostNoRoundTrip(t *testing.T) {
 	t.Parallel()
 	s := breakertest.Settings()
-	rs := fleet(t, 1, time.Now, s, redisstore.Options{FlushInterval: time.Hour, RefreshInterval: time.Hour})
+	// A clock that stands still: calls crossing into another bucket of the
+	// window (every 6 s) would send the counts of the one they leave.
+	rs := fleet(t, 1, breakertest.NewClock().Now, s, redisstore.Options{FlushInterval: time.Hour, RefreshInterval: time.Hour})
 	r := rs[0]
 	ids := []breaker.ID{caba}
 	for _, op := range []aggregator.Operation{aggregator.ByID, aggregator.Voucher} {

@@ -469,3 +469,142 @@ func TestDegradedKeepsOpenBreaker(t *testing.T) {
 		t.Errorf("%d calls went once the open time ended on local state, want the one probe", went)
 	}
 }
+
+// TestAdminActionsReachTheFleet: an operator's reset is the fleet's. Made
+// while this replica decides on local state but Redis answers again, it
+// goes to Redis at once; made while Redis is away, it is written back when
+// Redis returns, so the other replicas stop skipping the portal.
+func TestAdminActionsReachTheFleet(t *testing.T) {
+	t.Parallel()
+	port := freePort(t)
+	srv := startRedis(t, port)
+	o, err := redisstore.ClientOptions(srv.url(), 50*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	s := breakertest.Settings()
+	s.ConsecutiveFailures, s.OpenFor = 3, time.Hour
+	replica := func(stableFor time.Duration) (*redisstore.Stores, *breaker.Set) {
+		client := redis.NewClient(o)
+		t.Cleanup(func() { _ = client.Close() })
+		st := newStores(t, client, redisstore.Options{Prefix: "agg:", StableFor: stableFor})
+		set := breaker.NewSet(st.Breakers, breaker.Options{Events: st.Events})
+		set.Add(caba, "caba", s)
+		return st, set
+	}
+	stA, a := replica(time.Hour) // once degraded, it stays so
+	stB, b := replica(200 * time.Millisecond)
+	trip := func() {
+		t.Helper()
+		for range 3 {
+			call(t, a, fail)
+		}
+		if got, other := state(t, a), state(t, b); got != breaker.Open || other != breaker.Open {
+			t.Fatalf("after 3 failures: %s and %s, want open on both", got, other)
+		}
+	}
+	trip()
+
+	// Redis goes away and comes back; a stays on local state.
+	srv.stop()
+	_ = stA.Ping(ctx)
+	if !stA.Degraded() {
+		t.Fatal("not degraded with Redis stopped")
+	}
+	srv = startRedis(t, port)
+	if err := a.Reset(ctx, caba); err != nil {
+		t.Fatal(err)
+	}
+	if !stA.Degraded() {
+		t.Fatal("a left local state: the test needs it degraded")
+	}
+	check := redis.NewClient(o)
+	t.Cleanup(func() { _ = check.Close() })
+	if st, err := check.HGet(ctx, "agg:{caba/by_domain}:breaker", "st").Result(); err != nil || st != "closed" {
+		t.Errorf("a reset made on local state with Redis answering: Redis holds %q, %v; want closed", st, err)
+	}
+	if got := state(t, a); got != breaker.Closed {
+		t.Errorf("the replica that reset it sees %s", got)
+	}
+	// b finds Redis restarted (its pooled connections died with it), and
+	// follows once it is back on shared state.
+	deadline := time.Now().Add(10 * time.Second)
+	for state(t, b) != breaker.Closed || stB.Degraded() {
+		if time.Now().After(deadline) {
+			t.Fatalf("the other replica still sees %s (degraded %v)", state(t, b), stB.Degraded())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+
+	// Redis away during the reset: written back once it is steady again.
+	trip2 := func() {
+		for range 3 {
+			call(t, b, fail)
+		}
+		if got := state(t, b); got != breaker.Open {
+			t.Fatalf("b after 3 failures: %s, want open", got)
+		}
+	}
+	trip2()
+	srv.stop()
+	_ = stB.Ping(ctx)
+	if !stB.Degraded() {
+		t.Fatal("b not degraded with Redis stopped")
+	}
+	if err := b.Reset(ctx, caba); err != nil {
+		t.Fatal(err)
+	}
+	srv = startRedis(t, port)
+	deadline = time.Now().Add(10 * time.Second)
+	for {
+		if !stB.Degraded() {
+			st, err := check.HGet(ctx, "agg:{caba/by_domain}:breaker", "st").Result()
+			if err == nil && st == "closed" {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the reset made during the outage never reached Redis (degraded %v)", stB.Degraded())
+		}
+		_ = stB.Ping(ctx)
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestLostScriptsCountOnce: a Redis that lost its scripts (restarted,
+// a replica promoted) answers NOSCRIPT to the calls of a round trip that
+// use them; the others ran, and only the former are made again: a flush
+// run twice would count its calls twice, and trip the breaker early.
+func TestLostScriptsCountOnce(t *testing.T) {
+	t.Parallel()
+	srv := startRedis(t, freePort(t))
+	o, err := redisstore.ClientOptions(srv.url(), time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := redis.NewClient(o)
+	t.Cleanup(func() { _ = client.Close() })
+	ctx := context.Background()
+	clock := breakertest.NewClock()
+	st := newStores(t, client, redisstore.Options{Prefix: "agg:", FlushInterval: time.Hour, RefreshInterval: time.Hour})
+	set := breaker.NewSet(st.Breakers, breaker.Options{Now: clock.Now, Events: st.Events})
+	set.Add(caba, "caba", breakertest.Settings())
+	call(t, set, fail) // reads the breaker
+	clock.Advance(7 * time.Second)
+	// Into the next bucket of the window: the first failure's count goes
+	// at once, which loads the flush script, and the second's waits.
+	call(t, set, fail)
+	if err := client.ScriptFlush(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	call(t, set, fail)
+	clock.Advance(7 * time.Second)
+	call(t, set, fail) // loads the flush script again; one count waits
+	// Status: the waiting count (flush, known) and the read (status,
+	// unknown since the SCRIPT FLUSH) in one round trip.
+	got, err := set.Status(ctx, caba)
+	if err != nil || got.Calls != 4 || got.Failures != 4 {
+		t.Errorf("Status = %+v, %v; want the 4 calls counted once", got, err)
+	}
+}

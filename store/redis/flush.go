@@ -25,25 +25,34 @@ type scriptCall struct {
 // pipeline runs calls in one round trip (on a Cluster, one per node, in
 // parallel), bounded by the store timeout, and returns their replies in
 // order. Scripts the server does not know (a restarted Redis, a promoted
-// replica) are loaded and the round trip made again.
+// replica) are loaded and only the calls that met them are made again:
+// the others ran, and a flush run twice would count its calls twice.
 func (s *Stores) pipeline(ctx context.Context, calls []scriptCall) ([][]any, error) {
 	cctx, cancel := s.callCtx(ctx)
 	defer cancel()
+	out := make([][]any, len(calls))
+	todo := make([]int, len(calls)) // indexes of calls not answered yet
+	for i := range todo {
+		todo[i] = i
+	}
 	for attempt := 0; ; attempt++ {
 		pipe := s.client.Pipeline()
-		cmds := make([]*redis.Cmd, len(calls))
-		for i, c := range calls {
-			cmds[i] = c.script.EvalSha(cctx, pipe, []string{c.e.key}, c.args...)
+		cmds := make([]*redis.Cmd, len(todo))
+		for j, i := range todo {
+			c := calls[i]
+			cmds[j] = c.script.EvalSha(cctx, pipe, []string{c.e.key}, c.args...)
 		}
 		_, _ = pipe.Exec(cctx)
-		out := make([][]any, len(calls))
+		var again []int
 		missing := map[*redis.Script]bool{}
 		var failed error
-		for i, cmd := range cmds {
+		for j, cmd := range cmds {
+			i := todo[j]
 			res, err := cmd.Slice()
 			switch {
 			case err != nil && redis.HasErrorPrefix(err, "NOSCRIPT"):
 				missing[calls[i].script] = true
+				again = append(again, i)
 			case err != nil && failed == nil:
 				failed = err
 			}
@@ -63,6 +72,7 @@ func (s *Stores) pipeline(ctx context.Context, calls []scriptCall) ([][]any, err
 				return nil, err
 			}
 		}
+		todo = again
 	}
 }
 
@@ -109,17 +119,28 @@ func (b *BreakerStore) sync(ctx context.Context, force, refresh bool) bool {
 	wall := time.Now()
 	late := successesEvery * b.st.opts.FlushInterval
 	var calls []scriptCall
+	var sending []*entry
 	b.each(func(e *entry) {
+		e.send.Lock()
 		e.mu.Lock()
-		defer e.mu.Unlock()
 		switch {
 		case !e.p.empty() && (force || e.p.f > 0 || wall.Sub(e.flushed) >= late):
 			e.flushed = wall
 			calls = append(calls, scriptCall{flushScript, e, e.flushArgs(e.take())})
+			sending = append(sending, e)
 		case refresh && e.args != nil:
 			calls = append(calls, scriptCall{peekScript, e, e.argv(now)})
 		}
+		e.mu.Unlock()
+		if len(sending) == 0 || sending[len(sending)-1] != e {
+			e.send.Unlock()
+		}
 	})
+	defer func() {
+		for _, e := range sending {
+			e.send.Unlock()
+		}
+	}()
 	return b.run(ctx, calls, now)
 }
 
@@ -165,6 +186,13 @@ func (b *BreakerStore) onMessage(id breaker.ID, m message) {
 	switch {
 	case ok:
 		e.apply(v)
+		if b.st.Degraded() && e.args != nil {
+			// The fleet moved on (a reset, say) while this replica decides
+			// on its own: its local state follows, or the return to shared
+			// state would write the stale one back as newer.
+			now := b.clock()
+			b.local.Seed(e.id, e.settings, v.st, micros(v.since, now), micros(v.ou, now), now)
+		}
 	case parseInt(m.Ver) > e.v.ver:
 		// A change without its state (an older replica): ask Redis at
 		// the next call.
@@ -196,9 +224,10 @@ func (b *BreakerStore) toLocal() {
 func (b *BreakerStore) reconcile(ctx context.Context) bool {
 	now := b.clock()
 	var calls []scriptCall
+	var admins []*entry
 	b.each(func(e *entry) {
 		e.mu.Lock()
-		s, known, v := e.settings, e.known, e.v
+		s, known, v, admin := e.settings, e.known, e.v, e.adminLocal
 		e.mu.Unlock()
 		if e.args == nil {
 			return
@@ -208,8 +237,13 @@ func (b *BreakerStore) reconcile(ctx context.Context) bool {
 			seed = []any{"", 0, 0, 0, 0, 0, 0}
 		}
 		st, _, err := b.local.Status(ctx, e.id, s, now)
-		if err == nil && (st.State == breaker.Open || st.State == breaker.ForcedOpen) &&
-			(!known || v.st == breaker.Closed || v.st == breaker.Open && st.OpenUntil.UnixMicro() > v.ou) {
+		// An operator's reset or forced open made here meanwhile is
+		// written back too, whatever the state: it is the fleet's.
+		if admin {
+			admins = append(admins, e)
+		}
+		if err == nil && (admin || (st.State == breaker.Open || st.State == breaker.ForcedOpen) &&
+			(!known || v.st == breaker.Closed || v.st == breaker.Open && st.OpenUntil.UnixMicro() > v.ou)) {
 			local := view{st: st.State, gen: v.gen + 1, ver: v.ver + 1, since: st.Since.UnixMicro(),
 				ou: st.OpenUntil.UnixMicro(), ot: v.ot}
 			if st.State == breaker.ForcedOpen {
@@ -225,6 +259,11 @@ func (b *BreakerStore) reconcile(ctx context.Context) bool {
 	})
 	if !b.run(ctx, calls, now) {
 		return false
+	}
+	for _, e := range admins {
+		e.mu.Lock()
+		e.adminLocal = false
+		e.mu.Unlock()
 	}
 	b.st.Limits.forget()
 	return true

@@ -14,6 +14,12 @@ type entry struct {
 	id  breaker.ID
 	key string // the breaker's hash
 
+	// send is held while counts taken from p are on their way to Redis and
+	// not yet in v (the background flush), and by the callers that must
+	// see them there: Status, and a failure that may trip the breaker.
+	// Taken before mu.
+	send sync.Mutex
+
 	mu       sync.Mutex
 	settings breaker.Settings
 	args     []any // ARGV[2..10]
@@ -23,6 +29,9 @@ type entry struct {
 	v       view
 	p       pending
 	flushed time.Time // when the loop last sent p (wall clock)
+	// adminLocal is set when an operator's reset or forced open could be
+	// applied only to the local state: reconcile writes it back.
+	adminLocal bool
 }
 
 // view is a breaker as Redis last told this replica. Times are Unix µs on

@@ -37,9 +37,10 @@ func TestRollingWindow(t *testing.T) {
 	}
 	failN := func(t *testing.T, set *breaker.Set, n int) {
 		t.Helper()
-		for range n {
+		for i := range n {
 			if !call(t, set, fail) {
-				t.Fatal("refused")
+				st, err := set.Status(ctx, caba)
+				t.Fatalf("call %d of %d refused: %+v %v, events %+v", i+1, n, st, err, set.Events().Latest(5))
 			}
 		}
 	}
