@@ -1,9 +1,11 @@
 package app_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -87,7 +89,10 @@ func replicas(t *testing.T, n int, text string) []*app.App {
 	}
 	out := make([]*app.App, n)
 	for i := range out {
-		a, err := app.New(cfg, app.Options{})
+		// The store's warnings and errors (degraded, back) go to the test's
+		// log, which says what a failing fleet test went through.
+		logger := slog.New(slog.NewTextHandler(testLog{t, fmt.Sprintf("replica %d", i)}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+		a, err := app.New(cfg, app.Options{Logger: logger})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -195,4 +200,15 @@ func TestClusterReplicasShareState(t *testing.T) {
 	if n := hooks.Load(); n != 1 {
 		t.Errorf("%d webhooks delivered, want 1", n)
 	}
+}
+
+// testLog writes a replica's log lines to the test's log.
+type testLog struct {
+	t    *testing.T
+	name string
+}
+
+func (l testLog) Write(p []byte) (int, error) {
+	l.t.Logf("%s: %s", l.name, bytes.TrimSpace(p))
+	return len(p), nil
 }

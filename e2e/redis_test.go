@@ -40,10 +40,14 @@ func fleetRedis(t *testing.T) (url, prefix string) {
 
 // fleetYAML is configYAML over srcs, sharing state through Redis at url
 // under prefix; without url, replicas keep their state to themselves.
+// The store's timeout is 1s, not the default 250ms: on a CI machine busy
+// with the race detector a Redis answer can wait that long for a CPU, and
+// a replica that took Redis for lost would decide on local state, which
+// the exact fleet-wide counts of these tests do not allow.
 func fleetYAML(url, prefix string, srcs ...source) string {
 	text := configYAML(adminToken, srcs...)
 	if url != "" {
-		text += fmt.Sprintf("store: {redis_url: %q, key_prefix: %q, flush_interval: 10ms}\n", url, prefix)
+		text += fmt.Sprintf("store: {redis_url: %q, key_prefix: %q, flush_interval: 10ms, timeout: 1s}\n", url, prefix)
 	}
 	return text
 }
