@@ -63,6 +63,23 @@ func BenchmarkAllowDone(b *testing.B) {
 				c.Done(ctx, succeed)
 			}
 		})
+		b.Run(name+"/failures", func(b *testing.B) {
+			// Failures that never trip (min_calls out of reach): each one
+			// waits for counts the background flush has on their way.
+			s := breakertest.Settings()
+			s.MinCalls, s.ConsecutiveFailures = 1<<30, 0
+			set := breaker.NewSet(stores[name](b), breaker.Options{})
+			set.Add(caba, "caba", s)
+			ctx := context.Background()
+			b.ReportAllocs()
+			for b.Loop() {
+				c, err := set.Allow(ctx, caba)
+				if err != nil {
+					b.Fatal(err)
+				}
+				c.Done(ctx, fail)
+			}
+		})
 		b.Run(name+"/parallel", func(b *testing.B) {
 			set := newSet(b)
 			ctx := context.Background()

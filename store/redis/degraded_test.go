@@ -555,7 +555,7 @@ func TestAdminActionsReachTheFleet(t *testing.T) {
 	if err := b.Reset(ctx, caba); err != nil {
 		t.Fatal(err)
 	}
-	srv = startRedis(t, port)
+	startRedis(t, port) // stopped when the test ends
 	deadline = time.Now().Add(10 * time.Second)
 	for {
 		if !stB.Degraded() {
