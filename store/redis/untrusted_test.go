@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/redis/go-redis/v9"
 
@@ -596,6 +598,9 @@ func FuzzStoredValues(f *testing.F) {
 		{3, 0, `{"time":"2026-03-14T09:00:00Z","breaker_key":"k","operation":"voucher","from":"open","to":"closed"}`},
 		{3, 0, "\x00"},
 		{4, 0, `{"window":1,"min_calls":1,"failure_ratio":1,"open_for":1}`},
+		{5, 0, `{"time":"2026-03-14T09:00:00Z","breaker_key":"fz1","operation":"by_domain","from":"open","to":"closed"}`},
+		{5, 1, "4102444800000000"}, {5, 1, "-5"},
+		{6, 0, `{"reason":"429","until":4102444800000000}`}, {6, 0, "{\"reason\":\"\u001b[31m\",\"until\":1}"},
 	} {
 		f.Add(seed.target, seed.field, []byte(seed.value))
 	}
@@ -611,7 +616,7 @@ func FuzzStoredValues(f *testing.F) {
 		n++
 		id := breaker.ID{Key: fmt.Sprintf("fz%d", n), Operation: aggregator.ByDomain}
 		now := t0
-		switch target % 5 {
+		switch target % 7 {
 		case 0:
 			key := prefix + "{" + id.Key + "/by_domain}:breaker"
 			bs := st.Breakers
@@ -680,7 +685,7 @@ func FuzzStoredValues(f *testing.F) {
 			checkBreakerHash(t, c, key)
 		case 1, 2:
 			src := id.Key
-			c.Set(ctx, prefix+"{ratelimit/"+src+"}:"+[]string{"tat", "pause"}[target%5-1], value, 0)
+			c.Set(ctx, prefix+"{ratelimit/"+src+"}:"+[]string{"tat", "pause"}[target%7-1], value, 0)
 			if until, err := st.Limits.PausedUntil(ctx, src, now); err != nil ||
 				until.After(now.Add(ratelimit.DefaultMaxPause+5*time.Minute)) {
 				t.Errorf("PausedUntil = %v, %v", until, err)
@@ -712,6 +717,39 @@ func FuzzStoredValues(f *testing.F) {
 			}
 			if ok && (s.Window <= 0 || s.MinCalls < 1 || !(s.FailureRatio > 0 && s.FailureRatio <= 1) || s.OpenFor <= 0) {
 				t.Errorf("settings %+v accepted", s)
+			}
+		case 5:
+			// A breaker's history, or (field odd) when the histories began.
+			if field%2 == 1 {
+				c.Set(ctx, prefix+"events:history-began", value, 0)
+				// The start is remembered a minute: a fresh log reads it.
+				st2 := newStores(t, c, redisstore.Options{Prefix: prefix, Timeout: suiteTimeout})
+				if _, from := st2.Events.History(id, now); from.After(time.Now().Add(6 * time.Minute)) {
+					t.Errorf("the histories began in the future: %v", from)
+				}
+				break
+			}
+			key := prefix + "events:history:{" + id.String() + "}"
+			c.RPush(ctx, key, value)
+			events, _ := st.Events.History(id, time.Time{})
+			for _, e := range events {
+				if _, err := json.Marshal(e); err != nil || e.BreakerKey != id.Key || e.Operation != id.Operation || e.Kind != "" {
+					t.Errorf("history entry %+v served (%v)", e, err)
+				}
+			}
+			segments := breaker.Timeline(events, breaker.Closed, now.Add(-breaker.HistoryFor), now)
+			if _, err := json.Marshal(segments); err != nil {
+				t.Errorf("segments %+v do not encode: %v", segments, err)
+			}
+		case 6:
+			src := id.Key
+			c.Set(ctx, prefix+"{ratelimit/"+src+"}:reason", value, 0)
+			reason, err := st.Limits.PauseReason(ctx, src, now)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(reason) > 256 || !utf8.ValidString(reason) || strings.ContainsFunc(reason, unicode.IsControl) {
+				t.Errorf("reason %q served", reason)
 			}
 		}
 		if st.Degraded() {
