@@ -1,7 +1,6 @@
 package app_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -18,6 +17,7 @@ import (
 	"github.com/multas/aggregator/async"
 	"github.com/multas/aggregator/breaker"
 	"github.com/multas/aggregator/config"
+	"github.com/multas/aggregator/internal/apptest"
 	"github.com/multas/aggregator/internal/redistest"
 	"github.com/multas/aggregator/ratelimit"
 )
@@ -91,8 +91,7 @@ func replicas(t *testing.T, n int, text string) []*app.App {
 	for i := range out {
 		// The store's warnings and errors (degraded, back) go to the test's
 		// log, which says what a failing fleet test went through.
-		logger := slog.New(slog.NewTextHandler(testLog{t, fmt.Sprintf("replica %d", i)}, &slog.HandlerOptions{Level: slog.LevelWarn}))
-		a, err := app.New(cfg, app.Options{Logger: logger})
+		a, err := app.New(cfg, app.Options{Logger: apptest.Logger(t, fmt.Sprintf("replica %d", i), slog.LevelWarn)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -200,15 +199,4 @@ func TestClusterReplicasShareState(t *testing.T) {
 	if n := hooks.Load(); n != 1 {
 		t.Errorf("%d webhooks delivered, want 1", n)
 	}
-}
-
-// testLog writes a replica's log lines to the test's log.
-type testLog struct {
-	t    *testing.T
-	name string
-}
-
-func (l testLog) Write(p []byte) (int, error) {
-	l.t.Logf("%s: %s", l.name, bytes.TrimSpace(p))
-	return len(p), nil
 }

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -22,6 +21,7 @@ import (
 
 	"github.com/multas/aggregator/app"
 	"github.com/multas/aggregator/config"
+	"github.com/multas/aggregator/internal/apptest"
 	"github.com/multas/aggregator/internal/redistest"
 )
 
@@ -67,8 +67,7 @@ func replica(t *testing.T, name, text string) *env {
 	if err != nil {
 		t.Fatalf("config.Parse: %v\n%s", err, text)
 	}
-	logger := slog.New(slog.NewTextHandler(testLog{t, name}, &slog.HandlerOptions{Level: slog.LevelError}))
-	e := start(t, cfg, app.Options{Logger: logger})
+	e := start(t, cfg, app.Options{Logger: apptest.Logger(t, name, slog.LevelError)})
 	t.Cleanup(func() { _ = e.app.Close() })
 	return e
 }
@@ -81,17 +80,6 @@ func fleet(t *testing.T, n int, text string) []*env {
 		replicas[i] = replica(t, fmt.Sprintf("replica %d", i+1), text)
 	}
 	return replicas
-}
-
-// testLog writes a replica's log lines to the test's log.
-type testLog struct {
-	t    *testing.T
-	name string
-}
-
-func (l testLog) Write(p []byte) (int, error) {
-	l.t.Logf("%s: %s", l.name, bytes.TrimSpace(p))
-	return len(p), nil
 }
 
 // trip fails k queries of source p/by_domain round-robin over replicas,

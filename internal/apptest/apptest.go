@@ -3,6 +3,8 @@
 package apptest
 
 import (
+	"bytes"
+	"log/slog"
 	"net/http/httptest"
 	"testing"
 
@@ -39,4 +41,20 @@ func Start(t testing.TB, js []portalsim.Jurisdiction, header string, opts app.Op
 	srv := httptest.NewServer(a.Server)
 	t.Cleanup(srv.Close)
 	return &Env{App: a, Sim: sim, URL: srv.URL}
+}
+
+// Logger returns a logger whose lines at level and above go to t's log,
+// each after name: what the replicas of a failing fleet test went through.
+func Logger(t testing.TB, name string, level slog.Level) *slog.Logger {
+	return slog.New(slog.NewTextHandler(testLog{t, name}, &slog.HandlerOptions{Level: level}))
+}
+
+type testLog struct {
+	t    testing.TB
+	name string
+}
+
+func (l testLog) Write(p []byte) (int, error) {
+	l.t.Logf("%s: %s", l.name, bytes.TrimSpace(p))
+	return len(p), nil
 }
