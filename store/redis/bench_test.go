@@ -46,13 +46,12 @@ func BenchmarkAllowDone(b *testing.B) {
 		"redis":  func(b *testing.B) breaker.Store { return benchStores(b).Breakers },
 	}
 	for _, name := range []string{"memory", "redis"} {
-		newSet := func(b *testing.B) *breaker.Set {
+		newSet := func(b *testing.B, s breaker.Settings) *breaker.Set {
 			set := breaker.NewSet(stores[name](b), breaker.Options{})
-			set.Add(caba, "caba", breakertest.Settings())
+			set.Add(caba, "caba", s)
 			return set
 		}
-		b.Run(name, func(b *testing.B) {
-			set := newSet(b)
+		calls := func(b *testing.B, set *breaker.Set, r breaker.Report) {
 			ctx := context.Background()
 			b.ReportAllocs()
 			for b.Loop() {
@@ -60,28 +59,19 @@ func BenchmarkAllowDone(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				c.Done(ctx, succeed)
+				c.Done(ctx, r)
 			}
-		})
+		}
+		b.Run(name, func(b *testing.B) { calls(b, newSet(b, breakertest.Settings()), succeed) })
 		b.Run(name+"/failures", func(b *testing.B) {
 			// Failures that never trip (min_calls out of reach): each one
 			// waits for counts the background flush has on their way.
 			s := breakertest.Settings()
 			s.MinCalls, s.ConsecutiveFailures = 1<<30, 0
-			set := breaker.NewSet(stores[name](b), breaker.Options{})
-			set.Add(caba, "caba", s)
-			ctx := context.Background()
-			b.ReportAllocs()
-			for b.Loop() {
-				c, err := set.Allow(ctx, caba)
-				if err != nil {
-					b.Fatal(err)
-				}
-				c.Done(ctx, fail)
-			}
+			calls(b, newSet(b, s), fail)
 		})
 		b.Run(name+"/parallel", func(b *testing.B) {
-			set := newSet(b)
+			set := newSet(b, breakertest.Settings())
 			ctx := context.Background()
 			b.ReportAllocs()
 			b.SetParallelism(8) // calls in flight per CPU, as in a fan-out
