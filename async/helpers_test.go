@@ -16,12 +16,9 @@ import (
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/goleak"
 
-	"github.com/multas/aggregator"
 	"github.com/multas/aggregator/breaker"
 	"github.com/multas/aggregator/fanout"
 	"github.com/multas/aggregator/internal/redistest"
-	"github.com/multas/aggregator/problem"
-	"github.com/multas/aggregator/sources"
 )
 
 func TestMain(m *testing.M) {
@@ -143,28 +140,10 @@ func (p *portal) setDown(status int) {
 	p.down = status
 }
 
-// testEngine is a one-source fan-out over p.
+// testEngine is a one-source fan-out over p, untraced.
 func testEngine(t *testing.T, p *portal, now func() time.Time, hook func(breaker.Event)) (*fanout.Engine, *breaker.Set) {
 	t.Helper()
-	tr := &http.Transport{}
-	t.Cleanup(tr.CloseIdleConnections)
-	src, err := sources.New(sources.Spec{
-		ID: "caba", Jurisdiction: "Ciudad de Buenos Aires", BaseURL: p.srv.URL,
-		Operations: map[aggregator.Operation]sources.OperationSpec{aggregator.ByDomain: {Method: http.MethodGet, Path: "/actas?dominio={domain}"}},
-		Items:      "/resultado/actas", Fields: map[string]string{"id": "/nro", "status": "/estado"},
-		StatusMap: map[string]string{"IMPAGA": "unpaid"}, Currency: "ARS",
-	}, &http.Client{Transport: tr}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	set := breaker.NewSet(breaker.NewMemoryStore(), breaker.Options{Now: now, OnTransition: hook})
-	set.Add(breaker.ID{Key: "caba", Operation: aggregator.ByDomain}, "caba", breaker.Settings{
-		Window: time.Minute, MinCalls: 1, FailureRatio: 0.5, OpenFor: 200 * time.Millisecond,
-		FailureStatuses: []int{500, 502, 503, 504}, ProbeLease: 2 * time.Second,
-	})
-	eng := fanout.New([]fanout.Member{{Source: src, BreakerKey: "caba", Timeout: time.Second}},
-		fanout.Options{Breakers: set, Problems: problem.Catalog{Base: "https://errors.test/problems/"}})
-	return eng, set
+	return tracedEngine(t, p, now, nil, hook)
 }
 
 // hook is one request a receiver got.

@@ -62,16 +62,17 @@ func TestDeliverySpans(t *testing.T) {
 	}
 }
 
-// tracedEngine is testEngine traced with tp: a lookup span per source,
-// and a client span per portal request.
+// tracedEngine is a one-source fan-out over p traced with tp (nil: no
+// spans): a lookup span per source, and a client span per portal request.
 func tracedEngine(t *testing.T, p *portal, now func() time.Time, tp trace.TracerProvider, hook func(breaker.Event)) (*fanout.Engine, *breaker.Set) {
 	t.Helper()
 	tr := &http.Transport{}
 	t.Cleanup(tr.CloseIdleConnections)
 	src, err := sources.New(sources.Spec{
 		ID: "caba", Jurisdiction: "Ciudad de Buenos Aires", BaseURL: p.srv.URL,
-		Operations: map[aggregator.Operation]sources.OperationSpec{aggregator.ByDomain: {Path: "/actas?dominio={domain}"}},
-		Items:      "/resultado/actas", Fields: map[string]string{"id": "/nro"},
+		Operations: map[aggregator.Operation]sources.OperationSpec{aggregator.ByDomain: {Method: http.MethodGet, Path: "/actas?dominio={domain}"}},
+		Items:      "/resultado/actas", Fields: map[string]string{"id": "/nro", "status": "/estado"},
+		StatusMap: map[string]string{"IMPAGA": "unpaid"}, Currency: "ARS",
 	}, &http.Client{Transport: tracing.Transport(tr, tp, nil)}, nil)
 	if err != nil {
 		t.Fatal(err)
