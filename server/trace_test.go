@@ -28,7 +28,7 @@ func TestServerSpanRouteTemplate(t *testing.T) {
 		io.WriteString(w, "%PDF-1.4 voucher")
 	}))
 	t.Cleanup(portal.Close)
-	cfg, err := config.Parse([]byte(`
+	srv, rec := tracedServer(t, `
 defaults: {timeout: 2s, retry: {max_retries: 0}}
 sources:
   - id: caba
@@ -38,19 +38,7 @@ sources:
       by_domain: {path: "/actas?dominio={domain}"}
       voucher: {path: "/v/{infraction_id}"}
     response: {items: /actas, fields: {id: /nro}}
-`), "trace.yaml", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rec := tracetest.NewSpanRecorder()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
-	a, err := app.New(cfg, app.Options{TracerProvider: tp})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = a.Close() })
-	srv := httptest.NewServer(a.Server)
-	t.Cleanup(srv.Close)
+`)
 
 	tests := []struct {
 		path, wantName string
@@ -133,7 +121,7 @@ func TestAsyncDeliveryLinksToItsRequest(t *testing.T) {
 		}
 	}))
 	t.Cleanup(receiver.Close)
-	cfg, err := config.Parse([]byte(`
+	srv, rec := tracedServer(t, `
 defaults: {timeout: 2s, retry: {max_retries: 0}}
 webhooks: {allow_private: true}
 sources:
@@ -142,19 +130,7 @@ sources:
     base_url: `+portal.URL+`
     operations: {by_domain: {path: "/actas?dominio={domain}"}}
     response: {items: /actas, fields: {id: /nro}}
-`), "trace.yaml", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rec := tracetest.NewSpanRecorder()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
-	a, err := app.New(cfg, app.Options{TracerProvider: tp})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = a.Close() })
-	srv := httptest.NewServer(a.Server)
-	t.Cleanup(srv.Close)
+`)
 
 	req, _ := http.NewRequest(http.MethodPost, srv.URL+"/v1/queries",
 		strings.NewReader(`{"domain": "AB123CD", "callback_url": "`+receiver.URL+`/hook"}`))
@@ -204,4 +180,24 @@ sources:
 	if want := "00-" + attempt.SpanContext().TraceID().String() + "-" + attempt.SpanContext().SpanID().String() + "-01"; got != want {
 		t.Errorf("the receiver got traceparent %q, want the attempt's %q", got, want)
 	}
+}
+
+// tracedServer serves an aggregator of the configuration text whose spans
+// go to the returned recorder.
+func tracedServer(t *testing.T, text string) (*httptest.Server, *tracetest.SpanRecorder) {
+	t.Helper()
+	cfg, err := config.Parse([]byte(text), "trace.yaml", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	a, err := app.New(cfg, app.Options{TracerProvider: tp})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = a.Close() })
+	srv := httptest.NewServer(a.Server)
+	t.Cleanup(srv.Close)
+	return srv, rec
 }

@@ -147,11 +147,7 @@ func TestTransport(t *testing.T) {
 		w.WriteHeader(http.StatusServiceUnavailable)
 	}))
 	defer portal.Close()
-	rec := tracetest.NewSpanRecorder()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
-	tr := &http.Transport{}
-	defer tr.CloseIdleConnections()
-	client := &http.Client{Transport: Transport(tr, tp, nil)}
+	client, tp, rec := tracedClient(t)
 
 	ctx, parent := tp.Tracer("test").Start(context.Background(), "parent")
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, portal.URL+"/actas/AB123CD?dni=20123456&token=s3cret", nil)
@@ -234,4 +230,15 @@ func TestEndpoint(t *testing.T) {
 			t.Errorf("endpoint(%v) = %q, %v; want %q", tt.env, got, err, tt.want)
 		}
 	}
+}
+
+// tracedClient is a client whose requests go through Transport with opts,
+// their spans to the returned recorder.
+func tracedClient(t *testing.T, opts ...Option) (*http.Client, *sdktrace.TracerProvider, *tracetest.SpanRecorder) {
+	t.Helper()
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	tr := &http.Transport{}
+	t.Cleanup(tr.CloseIdleConnections)
+	return &http.Client{Transport: Transport(tr, tp, nil, opts...)}, tp, rec
 }

@@ -7,8 +7,6 @@ import (
 	"net/http/httptest"
 	"testing"
 
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 )
 
@@ -31,11 +29,7 @@ func TestTransportURLTemplate(t *testing.T) {
 	t.Parallel()
 	portal := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
 	defer portal.Close()
-	rec := tracetest.NewSpanRecorder()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
-	tr := &http.Transport{}
-	defer tr.CloseIdleConnections()
-	client := &http.Client{Transport: Transport(tr, tp, nil, WithURLTemplate(byContext))}
+	client, _, rec := tracedClient(t, WithURLTemplate(byContext))
 	tests := []struct {
 		ctx                context.Context
 		wantName, wantTmpl string
@@ -78,11 +72,7 @@ func TestTransportLink(t *testing.T) {
 	t.Parallel()
 	portal := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
 	defer portal.Close()
-	rec := tracetest.NewSpanRecorder()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
-	tr := &http.Transport{}
-	defer tr.CloseIdleConnections()
-	client := &http.Client{Transport: Transport(tr, tp, nil)}
+	client, tp, rec := tracedClient(t)
 
 	origin := trace.NewSpanContext(trace.SpanContextConfig{
 		TraceID: trace.TraceID{0x4b, 0xf9, 1}, SpanID: trace.SpanID{0x00, 0xf0, 2}, TraceFlags: trace.FlagsSampled, Remote: true,
