@@ -9,6 +9,7 @@ import (
 
 	"github.com/multas/aggregator"
 	"github.com/multas/aggregator/breaker"
+	"github.com/multas/aggregator/metrics"
 	"github.com/multas/aggregator/problem"
 )
 
@@ -48,15 +49,11 @@ type latencyView struct {
 func (s *Server) adminSources(c *gin.Context) {
 	ctx := c.Request.Context()
 	now := s.opts.Now()
-	window := time.Duration(0)
-	recent := map[string]sourceRecent{}
+	var recent metrics.Recent
 	if s.opts.Metrics != nil {
-		r := s.opts.Metrics.Recent(now)
-		window = r.Window
-		for id, sr := range r.Sources {
-			recent[id] = sourceRecent{calls: sr.Calls, outcomes: sr.Outcomes, timed: sr.Timed, p50: sr.P50, p95: sr.P95}
-		}
+		recent = s.opts.Metrics.Recent(now)
 	}
+	window := recent.Window
 	out := []sourceOpsView{}
 	for _, m := range s.opts.Engine.Members() {
 		id := m.Source.ID()
@@ -66,27 +63,21 @@ func (s *Server) adminSources(c *gin.Context) {
 				v.Pause = &pauseView{Until: ps.Until, RetryAfter: ceilSeconds(ps.Until.Sub(now)), Reason: ps.Reason}
 			}
 		}
-		if r, ok := recent[id]; ok {
-			v.Calls = r.calls
-			for o, n := range r.outcomes {
-				v.Outcomes[o] = n
+		if r, ok := recent.Sources[id]; ok {
+			v.Calls = r.Calls
+			if r.Outcomes != nil {
+				v.Outcomes = r.Outcomes
 			}
 			if window >= time.Second {
-				v.CallsPerMinute = math.Round(float64(r.calls)/window.Minutes()*100) / 100
+				v.CallsPerMinute = math.Round(float64(r.Calls)/window.Minutes()*100) / 100
 			}
-			if r.timed > 0 {
-				v.Latency = &latencyView{P50: millis(r.p50), P95: millis(r.p95)}
+			if r.Timed > 0 {
+				v.Latency = &latencyView{P50: millis(r.P50), P95: millis(r.P95)}
 			}
 		}
 		out = append(out, v)
 	}
 	writeJSON(c, http.StatusOK, map[string]any{"window_seconds": math.Round(window.Seconds()*10) / 10, "sources": out})
-}
-
-type sourceRecent struct {
-	calls, timed int64
-	outcomes     map[string]int64
-	p50, p95     time.Duration
 }
 
 func ceilSeconds(d time.Duration) int64 { return int64(math.Ceil(d.Seconds())) }

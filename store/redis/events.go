@@ -42,8 +42,9 @@ type EventLog struct {
 	mu      sync.Mutex
 	pending []any // JSON events not yet in Redis
 	// histories holds the transitions not yet in their breaker's history,
-	// by history key.
+	// by history key; oldest is the time of the oldest of them.
 	histories map[string][]any
+	oldest    time.Time
 
 	// begun is when the shared histories began, as read from Redis at
 	// begunAt (see began).
@@ -84,6 +85,9 @@ func (l *EventLog) Append(e breaker.Event) {
 			h = h[1:]
 		}
 		l.histories[hk] = append(h, string(body))
+		if l.oldest.IsZero() || e.Time.Before(l.oldest) {
+			l.oldest = e.Time
+		}
 	}
 	l.mu.Unlock()
 	if !l.st.Degraded() {
@@ -124,16 +128,7 @@ func (l *EventLog) flushHistories(ctx context.Context) bool {
 	pipe := l.st.client.Pipeline()
 	// The shared histories began, at the latest, with the first
 	// transition they keep.
-	oldest := time.Now()
-	for _, events := range l.histories {
-		for _, e := range events {
-			var t struct{ Time time.Time }
-			if json.Unmarshal([]byte(e.(string)), &t) == nil && t.Time.Before(oldest) {
-				oldest = t.Time
-			}
-		}
-	}
-	pipe.SetNX(cctx, l.beganKey(), oldest.UnixMicro(), 0)
+	pipe.SetNX(cctx, l.beganKey(), l.oldest.UnixMicro(), 0)
 	cmds := make(map[string]*redis.Cmd, len(l.histories))
 	for hk, events := range l.histories {
 		args := append([]any{breaker.HistorySize, historyTTL.Milliseconds()}, events...)
@@ -153,6 +148,7 @@ func (l *EventLog) flushHistories(ctx context.Context) bool {
 		}
 		delete(l.histories, hk)
 	}
+	l.oldest = time.Time{}
 	return true
 }
 

@@ -121,10 +121,11 @@ func (b *BreakerStore) sync(ctx context.Context, force, refresh bool) bool {
 	var calls []scriptCall
 	var sending []*entry
 	b.each(func(e *entry) {
-		e.send.Lock()
+		e.send.Lock() // held until the counts taken here are in the view
 		e.mu.Lock()
+		flush := !e.p.empty() && (force || e.p.f > 0 || wall.Sub(e.flushed) >= late)
 		switch {
-		case !e.p.empty() && (force || e.p.f > 0 || wall.Sub(e.flushed) >= late):
+		case flush:
 			e.flushed = wall
 			calls = append(calls, scriptCall{flushScript, e, e.flushArgs(e.take())})
 			sending = append(sending, e)
@@ -132,7 +133,7 @@ func (b *BreakerStore) sync(ctx context.Context, force, refresh bool) bool {
 			calls = append(calls, scriptCall{peekScript, e, e.argv(now)})
 		}
 		e.mu.Unlock()
-		if len(sending) == 0 || sending[len(sending)-1] != e {
+		if !flush {
 			e.send.Unlock()
 		}
 	})
