@@ -12,9 +12,19 @@ type Infraction struct {
 	Place        string `json:"place,omitempty"`
 	Amount       string `json:"amount,omitempty"`
 	Currency     string `json:"currency,omitempty"`
-	Status       Status `json:"status"`
-	StatusRaw    string `json:"status_raw,omitempty"`
-	Voucher      string `json:"voucher,omitempty"`
+	// Units is a fine stated in legal units (SPEC 12), never money.
+	Units     *Units `json:"units,omitempty"`
+	Status    Status `json:"status"`
+	StatusRaw string `json:"status_raw,omitempty"`
+	Voucher   string `json:"voucher,omitempty"`
+}
+
+// Units is an amount in legal units (Argentina's UF, Uruguay's UR,
+// Mexico's UMA), which are not a currency: Value is a decimal string with
+// two decimals, Code the unit.
+type Units struct {
+	Value string `json:"value"`
+	Code  string `json:"code"`
 }
 
 // Status is the normalised payment status of an infraction.

@@ -251,10 +251,8 @@ func sourceSpec(sc config.Source) sources.Spec {
 	}
 	spec := sources.Spec{
 		ID: sc.ID, Jurisdiction: sc.Jurisdiction, BaseURL: sc.BaseURL, Headers: sc.Headers,
-		Operations: ops, Items: sc.Response.Items, Fields: sc.Response.Fields, StatusMap: sc.Response.StatusMap,
+		Operations: ops, Response: sc.Response,
 		Location: sc.Location, Currency: sc.Currency, MaxResponseBytes: sc.MaxResponseBytes,
-		Format: sc.Response.Format, Charset: sc.Response.Charset, Namespaces: sc.Response.Namespaces,
-		NotFound: sc.Response.NotFound, Unavailable: sc.Response.Unavailable,
 		VoucherTypes: sc.VoucherTypes, VoucherMaxBytes: sc.VoucherMaxBytes,
 		TLS: sources.TLS{CAFile: sc.TLS.CAFile, CertFile: sc.TLS.CertFile, KeyFile: sc.TLS.KeyFile, ServerName: sc.TLS.ServerName},
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/multas/aggregator/fanout"
 	"github.com/multas/aggregator/problem"
 	"github.com/multas/aggregator/sources"
+	"github.com/multas/aggregator/sources/mapping"
 	"github.com/multas/aggregator/tracing"
 )
 
@@ -71,8 +72,10 @@ func tracedEngine(t *testing.T, p *portal, now func() time.Time, tp trace.Tracer
 	src, err := sources.New(sources.Spec{
 		ID: "caba", Jurisdiction: "Ciudad de Buenos Aires", BaseURL: p.srv.URL,
 		Operations: map[aggregator.Operation]sources.OperationSpec{aggregator.ByDomain: {Method: http.MethodGet, Path: "/actas?dominio={domain}"}},
-		Items:      "/resultado/actas", Fields: map[string]string{"id": "/nro", "status": "/estado"},
-		StatusMap: map[string]string{"IMPAGA": "unpaid"}, Currency: "ARS",
+		Response: mapping.Response{Items: mapping.Items{{Select: "/resultado/actas"}},
+			Fields:    map[string]mapping.Field{"id": {Select: mapping.List{"/nro"}}, "status": {Select: mapping.List{"/estado"}}},
+			StatusMap: map[string]string{"IMPAGA": "unpaid"}},
+		Currency: "ARS",
 	}, &http.Client{Transport: tracing.Transport(tr, tp, nil)}, nil)
 	if err != nil {
 		t.Fatal(err)

@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/multas/aggregator"
+	"github.com/multas/aggregator/sources/mapping"
 )
 
 // Config is the whole, validated configuration. Sources hold their
@@ -199,32 +200,9 @@ type Operation struct {
 	Accepts []aggregator.IDKind `yaml:"accepts,omitempty" json:"accepts,omitempty"`
 }
 
-// Response says how a portal's answers are read (SPEC 8 Responses).
-type Response struct {
-	// Format is json (the default), xml or html: what the selectors below
-	// are (RFC 6901 pointers, XPath 1.0, CSS selectors).
-	Format string `yaml:"format" json:"format"`
-	// Charset overrides the answers' character encoding; empty reads the
-	// Content-Type's charset, else the XML prolog or HTML meta, else UTF-8.
-	Charset string `yaml:"charset" json:"charset"`
-	// Namespaces binds XPath prefixes to namespace URIs (xml only).
-	Namespaces map[string]string `yaml:"namespaces,omitempty" json:"namespaces,omitempty"`
-	// Items selects the infractions: the array ("" is the whole answer,
-	// json), or the item elements (xml, html).
-	Items string `yaml:"items" json:"items"`
-	// Fields maps infraction fields (id, date, description, place, amount,
-	// currency, status) to selectors relative to each item.
-	Fields map[string]string `yaml:"fields" json:"fields"`
-	// NotFound, when set, selects what makes a 2xx answer mean "no
-	// infractions".
-	NotFound string `yaml:"not_found" json:"not_found"`
-	// Unavailable, when set, selects what makes a 2xx answer a maintenance
-	// page: source-unavailable, counted by the breaker like a 503.
-	Unavailable string `yaml:"unavailable" json:"unavailable"`
-	// StatusMap maps the portal's status text (case-insensitive) to one of
-	// unpaid, paid, in_process, unknown.
-	StatusMap map[string]string `yaml:"status_map" json:"status_map"`
-}
+// Response says how a portal's answers are read (SPEC 8 Responses, SPEC
+// 12): package mapping defines and checks it.
+type Response = mapping.Response
 
 // Load reads and parses the configuration file at path; see Parse.
 func Load(path string, getenv func(string) string) (*Config, error) {

@@ -9,8 +9,11 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/multas/aggregator/sources/mapping"
 )
 
 // maxSteps bounds the work of one decode, so that aliases and merge keys
@@ -291,7 +294,18 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string) {
 		d.jsonValue(n, v.Addr().Interface().(*JSONValue), path)
 		return
 	}
-	if v.Type() == reflect.TypeFor[Duration]() {
+	if t := v.Type(); t == reflect.TypeFor[mapping.Scalar]() {
+		if n.Kind != yaml.ScalarNode {
+			d.fail(n.Line, path, "want a single value (a string, a number, true or false), got "+kindName(n))
+			return
+		}
+		var b bytes.Buffer
+		if d.writeJSON(&b, n, path, 0) {
+			v.Set(reflect.ValueOf(mapping.Scalar{Raw: b.Bytes()}))
+		}
+		return
+	}
+	if t := v.Type(); t == reflect.TypeFor[Duration]() || t == reflect.TypeFor[time.Duration]() {
 		s, fromEnv, ok := d.scalar(n, path, "a duration")
 		if !ok {
 			return
@@ -303,6 +317,20 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string) {
 		}
 		v.SetInt(int64(dur))
 		return
+	}
+	if oneOrMany(v.Type()) && n.Kind != yaml.SequenceNode {
+		// One value stands for a list of one.
+		s := reflect.MakeSlice(v.Type(), 1, 1)
+		d.decode(n, s.Index(0), path)
+		v.Set(s)
+		return
+	}
+	if v.Kind() == reflect.Struct && n.Kind != yaml.MappingNode {
+		if i, ok := shortField(v.Type()); ok {
+			// The whole value is the struct's short field ("select").
+			d.decode(n, v.Field(i), path)
+			return
+		}
 	}
 	switch v.Kind() {
 	case reflect.Struct:
@@ -387,6 +415,25 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string) {
 	default:
 		d.fail(n.Line, path, "cannot be set from YAML")
 	}
+}
+
+// oneOrMany reports whether a list of type t may be written as one value.
+func oneOrMany(t reflect.Type) bool {
+	return t == reflect.TypeFor[mapping.List]() || t == reflect.TypeFor[mapping.Items]()
+}
+
+// shortField is the index of the field of struct type t tagged "short":
+// the one that a value written alone, instead of a mapping, sets.
+func shortField(t reflect.Type) (int, bool) {
+	for i := range t.NumField() {
+		_, opts, _ := strings.Cut(t.Field(i).Tag.Get("yaml"), ",")
+		for o := range strings.SplitSeq(opts, ",") {
+			if o == "short" {
+				return i, true
+			}
+		}
+	}
+	return 0, false
 }
 
 // field decodes one key of a mapping into the matching field of struct v,

@@ -15,6 +15,7 @@ import (
 	_ "time/tzdata"
 
 	"github.com/multas/aggregator"
+	"github.com/multas/aggregator/sources/mapping"
 )
 
 // validate checks every value of c, once defaults are filled in, and loads
@@ -437,50 +438,22 @@ func braced(names []string) string {
 }
 
 // fieldNames lists the keys of response.fields.
-const fieldNames = "id, date, description, place, amount, currency, status"
-
-// validField reports whether name is a key of response.fields.
-func validField(name string) bool {
-	switch name {
-	case "id", "date", "description", "place", "amount", "currency", "status":
-		return true
-	}
-	return false
-}
-
-// validateResponse checks the response mapping of a source.
+// validateResponse checks the response mapping of a source (package
+// mapping knows the rules). A source without lookups (vouchers only) needs
+// no mapping.
 func validateResponse(errs *Errors, p string, r Response, ops map[aggregator.Operation]Operation) {
-	known := validateFormat(errs, p, r)
-	if msg := checkItems(r.Format, r.Namespaces, r.Items); msg != "" && known {
-		errs.add(child(p, "items"), "%s", msg)
-	}
-	fp := child(p, "fields")
-	for _, name := range sortedKeys(r.Fields) {
-		if !validField(name) {
-			errs.add(child(fp, name), "unknown field (want one of %s)", fieldNames)
-			continue
-		}
-		if msg := checkSelector(r.Format, r.Namespaces, r.Fields[name]); msg != "" && known {
-			errs.add(child(fp, name), "%s", msg)
-		}
-	}
 	_, byDomain := ops[aggregator.ByDomain]
 	_, byID := ops[aggregator.ByID]
-	if _, ok := r.Fields["id"]; !ok && (byDomain || byID) {
-		errs.add(child(fp, "id"), "required when by_domain or by_id is configured")
-	}
-	sp := child(p, "status_map")
-	folded := map[string]string{}
-	for _, text := range sortedKeys(r.StatusMap) {
-		st := aggregator.Status(r.StatusMap[text])
-		if !st.Valid() {
-			errs.add(child(sp, text), "want unpaid, paid, in_process or unknown, got %q", st)
+	for _, e := range mapping.Check(r, mapping.Options{VoucherOnly: !byDomain && !byID}) {
+		key := p
+		switch {
+		case e.Key == "":
+		case strings.HasPrefix(e.Key, "["):
+			key += e.Key
+		default:
+			key += "." + e.Key
 		}
-		f := strings.ToLower(text)
-		if other, dup := folded[f]; dup && r.StatusMap[other] != r.StatusMap[text] {
-			errs.add(child(sp, text), "conflicts with %q (portal statuses are matched case-insensitively)", other)
-		}
-		folded[f] = text
+		errs.add(key, "%s", e.Msg)
 	}
 }
 

@@ -21,6 +21,7 @@ import (
 	"github.com/multas/aggregator/problem"
 	"github.com/multas/aggregator/ratelimit"
 	"github.com/multas/aggregator/sources"
+	"github.com/multas/aggregator/sources/mapping"
 )
 
 // Each source's part of a query is one span (SPEC 10) with the source,
@@ -68,7 +69,7 @@ func TestLookupSpans(t *testing.T) {
 			src, err := sources.New(sources.Spec{
 				ID: "caba", Jurisdiction: "CABA", BaseURL: portal.URL,
 				Operations: map[aggregator.Operation]sources.OperationSpec{aggregator.ByDomain: {Method: http.MethodGet, Path: "/actas?dominio={domain}"}},
-				Items:      "/actas", Fields: map[string]string{"id": "/nro"},
+				Response:   mapping.Response{Items: mapping.Items{{Select: "/actas"}}, Fields: map[string]mapping.Field{"id": {Select: mapping.List{"/nro"}}}},
 			}, &http.Client{Transport: tr}, nil)
 			if err != nil {
 				t.Fatal(err)

@@ -16,6 +16,7 @@ import (
 	"github.com/multas/aggregator/internal/apitest"
 	"github.com/multas/aggregator/problem"
 	"github.com/multas/aggregator/sources"
+	"github.com/multas/aggregator/sources/mapping"
 )
 
 // fakeAsync is a hand-written AsyncQueries that records what it is asked.
@@ -66,7 +67,7 @@ func newAsyncServer(t *testing.T, a AsyncQueries) *Server {
 	t.Helper()
 	src, err := sources.New(sources.Spec{ID: "caba", Jurisdiction: "CABA", BaseURL: "http://portal.invalid",
 		Operations: map[aggregator.Operation]sources.OperationSpec{aggregator.ByDomain: {Method: http.MethodGet, Path: "/a?d={domain}"}},
-		Fields:     map[string]string{"id": "/id"}}, nil, nil)
+		Response:   mapping.Response{Fields: map[string]mapping.Field{"id": {Select: mapping.List{"/id"}}}}}, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

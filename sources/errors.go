@@ -38,6 +38,11 @@ type Error struct {
 	Pause time.Duration
 	// Err is the cause.
 	Err error
+	// Detail, when set, is what the client's problem says of the failure:
+	// the text an errors rule's detail selector found in the answer (made
+	// plain, at most 200 characters). It is the portal's text: never for
+	// logs, events, traces or metrics, and so never part of Error().
+	Detail string
 }
 
 // Error describes the failure by outcome, status and cause.

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/multas/aggregator"
+	"github.com/multas/aggregator/sources/mapping"
 	"github.com/multas/aggregator/breaker"
 	"github.com/multas/aggregator/fanout"
 	"github.com/multas/aggregator/problem"
@@ -62,8 +63,8 @@ func TestMaintenancePageTripsTheBreaker(t *testing.T) {
 			src, err := sources.New(sources.Spec{
 				ID: "html", Jurisdiction: "Provincia de Córdoba", BaseURL: srv.URL,
 				Operations: map[aggregator.Operation]sources.OperationSpec{aggregator.ByDomain: {Path: "/actas?dominio={domain}"}},
-				Format:     "html", Items: "table#actas tbody tr", Fields: map[string]string{"id": "td:nth-child(1)"},
-				NotFound: "div.sin-actas", Unavailable: tt.unavailable, Currency: "ARS",
+				Response: mapping.Response{Format: "html", Items: mapping.Items{{Select: "table#actas tbody tr"}}, Fields: map[string]mapping.Field{"id": {Select: mapping.List{"td:nth-child(1)"}}},
+					NotFound: "div.sin-actas", Unavailable: tt.unavailable}, Currency: "ARS",
 			}, srv.Client(), nil)
 			if err != nil {
 				t.Fatal(err)

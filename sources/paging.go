@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/multas/aggregator"
+	"github.com/multas/aggregator/sources/document"
+	"github.com/multas/aggregator/sources/mapping"
 )
 
 // ErrTooManyPages is the cause of a lookup whose answer had more pages than
@@ -42,23 +44,26 @@ func pageGate(ctx context.Context) func(context.Context) error {
 	return g
 }
 
-// page is one answer of a paginated lookup.
+// page is one answer of a lookup.
 type page struct {
 	infractions []aggregator.Infraction
+	items       int // before match
+	health      mapping.Health
 	pause       time.Duration
 	next        string // the next cursor or URL, as the answer gave it
 	url         *url.URL
-	last        bool // 404 or 204: nothing more
+	last        bool // 404, 204 or no infractions: nothing more
 }
 
 // lookupPages follows the pages of a lookup (SPEC 8, Pagination): one
 // request per page, every page after the first admitted by the page gate,
 // any page's failure the lookup's.
-func (s *Source) lookupPages(ctx context.Context, o *operation, v *values) (Answer, error) {
+func (s *Source) lookupPages(ctx context.Context, o *operation, v *values, subj mapping.Subject) (Answer, error) {
 	p := s.spec.Pagination
 	gate := pageGate(ctx)
 	v.p[paramSize] = strconv.Itoa(p.Size)
 	var ans Answer
+	items := 0
 	fail := func(err *Error) (Answer, error) {
 		if err.Pause < ans.Pause {
 			err.Pause = ans.Pause
@@ -80,12 +85,16 @@ func (s *Source) lookupPages(ctx context.Context, o *operation, v *values) (Answ
 		case OffsetStyle:
 			v.p[paramOffset] = strconv.Itoa(p.Start + n*p.Size)
 		}
-		pg, err := s.lookupPage(ctx, o, v)
+		pg, err := s.lookupPage(ctx, o, v, subj)
 		if err != nil {
 			return fail(err)
 		}
 		ans.Infractions = append(ans.Infractions, pg.infractions...)
 		ans.Pause = max(ans.Pause, pg.pause)
+		ans.Health.Add(pg.health)
+		if items += pg.items; items > s.mapping.MaxItems() {
+			return fail(unreadable(http.StatusOK, 0, fmt.Errorf("the lookup's pages hold more than %d items (response.max_items)", s.mapping.MaxItems())))
+		}
 		more, err := s.nextPage(pg, v)
 		if err != nil {
 			return fail(err)
@@ -107,7 +116,7 @@ func (s *Source) nextPage(pg page, v *values) (bool, *Error) {
 	}
 	switch p.Style {
 	case PageStyle, OffsetStyle:
-		return len(pg.infractions) >= p.Size && len(pg.infractions) > 0, nil
+		return pg.items >= p.Size && pg.items > 0, nil
 	case CursorStyle:
 		if pg.next == "" {
 			return false, nil
@@ -128,39 +137,6 @@ func (s *Source) nextPage(pg page, v *values) (bool, *Error) {
 	u.Fragment, u.RawFragment = "", ""
 	v.next = u.String()
 	return true, nil
-}
-
-// lookupPage asks for one page and reads it.
-func (s *Source) lookupPage(ctx context.Context, o *operation, v *values) (page, *Error) {
-	resp, err := s.do(ctx, o, v, s.lookupH)
-	if err != nil {
-		return page{}, asError(err)
-	}
-	defer resp.Body.Close()
-	pg := page{pause: s.pause(resp), url: resp.Request.URL}
-	switch code := resp.StatusCode; {
-	case code == http.StatusNotFound, code == http.StatusNoContent:
-		if err := drain(resp.Body); err != nil && ctx.Err() != nil {
-			e := transportError(ctx, err)
-			e.Pause = pg.pause
-			return page{}, e
-		}
-		pg.last = true
-		return pg, nil
-	case code >= 200 && code < 300:
-		infractions, next, err := s.readPage(ctx, resp, pg.pause)
-		if err != nil {
-			return page{}, asError(err)
-		}
-		pg.infractions, pg.next = infractions, next
-		if pg.next == "" && s.spec.Pagination.Style == LinkStyle && s.next == nil {
-			pg.next = linkNext(resp.Header)
-		}
-		return pg, nil
-	default:
-		drain(resp.Body)
-		return page{}, statusError(code, pg.pause)
-	}
 }
 
 // asError is err as an *Error (every failure of do and read is one).
@@ -264,7 +240,8 @@ func (s *Source) compilePagination() error {
 		errs = append(errs, errors.New("pagination: size, start and max_pages must not be negative"))
 	}
 	if p.Next != "" {
-		sel, err := compileSelector(s.mapping.format, s.mapping.namespaces, p.Next)
+		f, _ := document.ParseFormat(s.spec.Response.Format)
+		sel, err := document.Compile(f, s.spec.Response.Namespaces, p.Next)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("pagination.next: %w", err))
 		} else {

@@ -82,7 +82,7 @@ func TestPaginationStyles(t *testing.T) {
 			as, base := pagesPortal(t, tc.total, 3, tc.style, tc.header)
 			spec := testSpec(base)
 			spec.Operations = map[aggregator.Operation]OperationSpec{aggregator.ByDomain: {Path: tc.path}}
-			spec.Fields = map[string]string{"id": "/nro", "status": "/estado"}
+			spec.Response.Fields = fields(map[string]string{"id": "/nro", "status": "/estado"})
 			spec.Pagination = Pagination{Style: tc.style, Start: tc.start, Size: 3, Next: tc.next, MaxPages: tc.max}
 			s := newSource(t, spec, nil)
 			gated := 0
@@ -126,7 +126,7 @@ func TestPageGateRefuses(t *testing.T) {
 	as, base := pagesPortal(t, 7, 3, PageStyle, false)
 	spec := testSpec(base)
 	spec.Operations = map[aggregator.Operation]OperationSpec{aggregator.ByDomain: {Path: "/api/v2/actas?dominio={domain}&page={page}&size={size}"}}
-	spec.Fields = map[string]string{"id": "/nro"}
+	spec.Response.Fields = fields(map[string]string{"id": "/nro"})
 	spec.Pagination = Pagination{Style: PageStyle, Start: 1, Size: 3, MaxPages: 5}
 	s := newSource(t, spec, nil)
 	budget := errors.New("no budget")

@@ -233,3 +233,13 @@ func firstInteger(vals []string) (int64, bool) {
 	first, _, _ := strings.Cut(vals[0], ",")
 	return parseInteger(strings.TrimSpace(first))
 }
+
+// allDigits reports whether s is made of ASCII digits only.
+func allDigits(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return s != ""
+}

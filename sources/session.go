@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/multas/aggregator"
+	"github.com/multas/aggregator/sources/document"
 )
 
 // sessions holds one source's session (SPEC 8 auth.session): the cookies
@@ -26,9 +27,9 @@ type sessions struct {
 	named       *urlTemplate // the method and the page's path
 	header      http.Header
 	host        string
-	format      format
+	format      document.Format
 	names       []string
-	extract     []selector // by names' order
+	extract     []document.Selector // by names' order
 	ttl         time.Duration
 	now         func() time.Time
 	fetch       chan struct{} // a one-slot semaphore: the visitor holds it
@@ -43,9 +44,9 @@ type sessions struct {
 // selectors, and the source's cookie jar.
 func (s *Source) compileSession() error {
 	ss := s.spec.Auth.Session
-	f, err := parseFormat(ss.Format)
+	f, err := document.ParseFormat(ss.Format)
 	if ss.Format == "" {
-		f, err = formatHTML, nil
+		f, err = document.HTML, nil
 	}
 	if err != nil {
 		return fmt.Errorf("auth.session.format: %w", err)
@@ -72,9 +73,9 @@ func (s *Source) compileSession() error {
 		named: newURLTemplate(method, templatePath(s.spec.BaseURL, ss.Path)),
 		fetch: make(chan struct{}, 1), names: slices.Sorted(maps.Keys(ss.Extract))}
 	se.header = s.voucherH.Clone() // the source's headers
-	se.header.Set("Accept", acceptHeader(f.String()))
+	se.header.Set("Accept", f.Accept())
 	for _, name := range se.names {
-		sel, err := compileSelector(f, s.mapping.namespaces, ss.Extract[name])
+		sel, err := document.Compile(f, s.spec.Response.Namespaces, ss.Extract[name])
 		if err != nil {
 			return fmt.Errorf("auth.session.extract.%s: %w", name, err)
 		}
@@ -187,17 +188,24 @@ func (se *sessions) visit(ctx context.Context, s *Source) (map[string]string, er
 	case over:
 		return nil, unreadable(resp.StatusCode, pause, fmt.Errorf("session page larger than %d bytes", s.maxBytes))
 	}
-	d, err := parseDocument(ctx, se.format, nil, body, resp.Header.Get("Content-Type"))
+	d, err := document.Parse(ctx, se.format, document.Charset{}, body, resp.Header.Get("Content-Type"))
+	if err != nil {
+		return nil, answerError(ctx, resp.StatusCode, pause, fmt.Errorf("session page: %w", err))
+	}
+	root, err := d.Root()
 	if err != nil {
 		return nil, answerError(ctx, resp.StatusCode, pause, fmt.Errorf("session page: %w", err))
 	}
 	values := make(map[string]string, len(se.names))
 	for i, name := range se.names {
-		v, ok := d.first(se.extract[i])
-		if !ok || v == "" {
+		v, ok, err := d.First(se.extract[i], root)
+		if err != nil {
+			return nil, answerError(ctx, resp.StatusCode, pause, fmt.Errorf("session page: %w", err))
+		}
+		if !ok || v.Text == "" || v.NotText {
 			return nil, unreadable(resp.StatusCode, pause, fmt.Errorf("session page: %s not found", name))
 		}
-		values[name] = v
+		values[name] = v.Text
 	}
 	return values, nil
 }
@@ -217,12 +225,16 @@ func (se *sessions) isSessionPage(ctx context.Context, s *Source, resp *http.Res
 	if err != nil || over {
 		return false
 	}
-	d, err := parseDocument(ctx, se.format, nil, body, resp.Header.Get("Content-Type"))
+	d, err := document.Parse(ctx, se.format, document.Charset{}, body, resp.Header.Get("Content-Type"))
+	if err != nil {
+		return false
+	}
+	root, err := d.Root()
 	if err != nil {
 		return false
 	}
 	for _, sel := range se.extract {
-		if ok, err := d.present(sel); !ok || err != nil {
+		if ok, err := d.Present(sel, root); !ok || err != nil {
 			return false
 		}
 	}

@@ -29,6 +29,8 @@ import (
 	"time"
 
 	"github.com/multas/aggregator"
+	"github.com/multas/aggregator/sources/document"
+	"github.com/multas/aggregator/sources/mapping"
 )
 
 // DefaultMaxResponseBytes is the answer size limit used when
@@ -67,30 +69,10 @@ type Spec struct {
 	// request's host).
 	Headers    map[string]string
 	Operations map[aggregator.Operation]OperationSpec
-	// Format is the syntax of lookup answers: "json" (or ""), "xml" or
-	// "html" (SPEC 8); it says what the selectors below are. See format.go.
-	Format string
-	// Charset names the answers' character encoding (a WHATWG label such
-	// as "windows-1252"), overriding what they declare; "" reads the
-	// Content-Type's charset, else the XML prolog or HTML meta, else UTF-8.
-	Charset string
-	// Namespaces binds the prefixes of XPath selectors to namespace URIs
-	// (xml only).
-	Namespaces map[string]string
-	// Items selects the items of a lookup answer: a JSON pointer to their
-	// array ("" is the document itself), an XPath selecting the item
-	// elements, or a CSS selector of them.
-	Items string
-	// Fields select, relative to one item, its id (required), date,
-	// description, place, amount, currency and status.
-	Fields map[string]string
-	// NotFound, when set, selects what makes a 2xx answer mean "no
-	// infractions"; Unavailable what makes it a maintenance page: the
-	// lookup fails source-unavailable, counted by the breaker as a 503.
-	NotFound, Unavailable string
-	// StatusMap maps the portal's status text (trimmed, compared without
-	// regard to case) to unpaid, paid, in_process or unknown.
-	StatusMap map[string]string
+	// Response says how lookup answers are read: their format, where the
+	// items and their fields are, what their values look like, what an
+	// error page looks like (SPEC 8, 12); see package mapping.
+	Response mapping.Response
 	// Location is the zone of the portal's zone-less times; nil is UTC.
 	Location *time.Location
 	// Currency applies when an item has no currency of its own.
@@ -123,10 +105,10 @@ type Source struct {
 	host     string
 	maxBytes int64
 	vouchers voucherPolicy
-	mapping  mapping
+	mapping  *mapping.Mapping
 	buffers  sync.Pool // of *[]byte, for lookup answers
 	base     *url.URL  // the base URL, whose origin is the source's
-	next     *selector // pagination.next, compiled; nil when not set
+	next     *document.Selector // pagination.next, compiled; nil when not set
 	tokens   *tokens   // OAuth2; nil without
 	sessions *sessions // a session page; nil without
 }
@@ -144,6 +126,8 @@ type Answer struct {
 	// Pause > 0 when the answer, although successful, asked us to back off
 	// (an exhausted RateLimit quota).
 	Pause time.Duration
+	// Health says how the answer mapped (SPEC 13), summed over its pages.
+	Health mapping.Health
 }
 
 // Voucher is a payment voucher being streamed from the portal. The caller
@@ -223,7 +207,8 @@ func New(spec Spec, client *http.Client, now func() time.Time) (*Source, error) 
 		fail("headers: %w", err)
 	}
 	s.voucherH = s.lookupH.Clone()
-	s.lookupH.Set("Accept", acceptHeader(spec.Format))
+	received, _ := document.ParseFormat(spec.Response.Format) // a wrong format is reported below
+	s.lookupH.Set("Accept", received.Accept())
 
 	switch {
 	case spec.MaxResponseBytes < 0:
@@ -238,18 +223,28 @@ func New(spec Spec, client *http.Client, now func() time.Time) (*Source, error) 
 		errs = append(errs, err)
 	}
 
-	s.mapping, err = compileMapping(spec)
-	if err != nil {
-		errs = append(errs, err)
+	_, byDomain := spec.Operations[aggregator.ByDomain]
+	_, byID := spec.Operations[aggregator.ByID]
+	opts := mapping.Options{Source: spec.ID, Jurisdiction: spec.Jurisdiction, Currency: spec.Currency, Location: spec.Location, Now: now,
+		VoucherOnly: !byDomain && !byID}
+	if _, ok := spec.Operations[aggregator.Voucher]; ok {
+		opts.VoucherPrefix = "/v1/sources/" + url.PathEscape(spec.ID) + "/infractions/"
+	}
+	if s.mapping, err = mapping.Compile(spec.Response, opts); err != nil {
+		var merrs mapping.Errors
+		if errors.As(err, &merrs) {
+			for _, e := range merrs {
+				errs = append(errs, e)
+			}
+		} else {
+			errs = append(errs, err)
+		}
 	}
 	if err := s.compilePagination(); err != nil {
 		errs = append(errs, err)
 	}
 	if err := s.compileAuth(); err != nil {
 		errs = append(errs, err)
-	}
-	if s.ops[opIndex(aggregator.Voucher)] != nil {
-		s.mapping.voucherPrefix = "/v1/sources/" + url.PathEscape(spec.ID) + "/infractions/"
 	}
 	if len(errs) > 0 {
 		return nil, fmt.Errorf("source %q: %w", spec.ID, errors.Join(errs...))
@@ -306,61 +301,6 @@ func compileHeaders(in map[string]string) (http.Header, string, error) {
 	return h, host, nil
 }
 
-// compileMapping checks and compiles the response mapping of spec.
-func compileMapping(spec Spec) (mapping, error) {
-	m := mapping{
-		source:       spec.ID,
-		jurisdiction: spec.Jurisdiction,
-		currency:     strings.ToUpper(strings.TrimSpace(spec.Currency)),
-		loc:          spec.Location,
-	}
-	if m.loc == nil {
-		m.loc = time.UTC
-	}
-	errs := m.compileFormat(spec)
-	var err error
-	if m.items, err = compileItems(m.format, m.namespaces, spec.Items); err != nil {
-		errs = append(errs, fmt.Errorf("response.items: %w", err))
-	}
-	if _, ok := spec.Fields["id"]; !ok {
-		errs = append(errs, errors.New("response.fields.id: required"))
-	}
-	for _, name := range slices.Sorted(maps.Keys(spec.Fields)) {
-		text := spec.Fields[name]
-		f, ok := fieldByName(name)
-		if !ok {
-			errs = append(errs, fmt.Errorf("response.fields.%s: unknown field (known: id, date, description, place, amount, currency, status)", name))
-			continue
-		}
-		if m.fields[f], err = compileSelector(m.format, m.namespaces, text); err != nil {
-			errs = append(errs, fmt.Errorf("response.fields.%s: %w", name, err))
-			continue
-		}
-		m.mapped[f] = true
-	}
-	for _, key := range slices.Sorted(maps.Keys(spec.StatusMap)) {
-		st := aggregator.Status(spec.StatusMap[key])
-		k := strings.TrimSpace(key)
-		switch {
-		case !st.Valid():
-			errs = append(errs, fmt.Errorf("response.status_map.%s: %q is not unpaid, paid, in_process or unknown", key, st))
-			continue
-		case k == "":
-			errs = append(errs, errors.New("response.status_map: empty portal text"))
-			continue
-		}
-		dup := slices.IndexFunc(m.statuses, func(e statusEntry) bool { return strings.EqualFold(e.key, k) })
-		if dup >= 0 {
-			if m.statuses[dup].status != st {
-				errs = append(errs, fmt.Errorf("response.status_map.%s: conflicts with %q", key, m.statuses[dup].key))
-			}
-			continue
-		}
-		m.statuses = append(m.statuses, statusEntry{key: k, bytes: []byte(k), status: st})
-	}
-	return m, errors.Join(errs...)
-}
-
 // ID is the source's id.
 func (s *Source) ID() string { return s.spec.ID }
 
@@ -407,35 +347,15 @@ func (s *Source) Lookup(ctx context.Context, q aggregator.Query) (Answer, error)
 	ctx = withURLTemplate(ctx, o.named)
 	var v values
 	v.p[paramDomain], v.p[paramID], v.p[paramIDKind] = q.Domain, q.ID, string(q.IDKind)
+	subj := mapping.Subject{Op: op, Value: q.Value()}
 	if s.spec.Pagination.Style != "" {
-		return s.lookupPages(ctx, o, &v)
+		return s.lookupPages(ctx, o, &v, subj)
 	}
-	resp, err := s.do(ctx, o, &v, s.lookupH)
+	pg, err := s.lookupPage(ctx, o, &v, subj)
 	if err != nil {
 		return Answer{}, err
 	}
-	defer resp.Body.Close()
-	pause := s.pause(resp)
-	switch code := resp.StatusCode; {
-	case code == http.StatusNotFound, code == http.StatusNoContent:
-		// No infractions here, once the answer is in: one that the call's
-		// own timeout cut short is a timeout, as for any other status.
-		if err := drain(resp.Body); err != nil && ctx.Err() != nil {
-			e := transportError(ctx, err)
-			e.Pause = pause
-			return Answer{}, e
-		}
-		return Answer{Pause: pause}, nil
-	case code >= 200 && code < 300:
-		infractions, _, err := s.readPage(ctx, resp, pause)
-		if err != nil {
-			return Answer{}, err
-		}
-		return Answer{Infractions: infractions, Pause: pause}, nil
-	default:
-		drain(resp.Body)
-		return Answer{}, statusError(code, pause)
-	}
+	return Answer{Infractions: pg.infractions, Pause: pg.pause, Health: pg.health}, nil
 }
 
 // Voucher asks the portal for an infraction's payment voucher and returns
@@ -529,43 +449,6 @@ func (s *Source) do(ctx context.Context, o *operation, v *values, h http.Header)
 		drain(resp.Body)
 		resp.Body.Close()
 	}
-}
-
-// readPage reads and maps a 2xx lookup answer, at most maxBytes of it,
-// and reads the next cursor or URL when pagination.next is set.
-func (s *Source) readPage(ctx context.Context, resp *http.Response, pause time.Duration) (_ []aggregator.Infraction, next string, err error) {
-	if resp.ContentLength > s.maxBytes {
-		return nil, "", unreadable(resp.StatusCode, pause, fmt.Errorf("answer larger than %d bytes", s.maxBytes))
-	}
-	buf := s.buffer()
-	defer s.release(buf)
-	if n := resp.ContentLength; n > 0 && int64(cap(*buf)) <= n {
-		*buf = make([]byte, 0, n+1) // room to see the EOF without growing
-	}
-	var over bool
-	*buf, over, err = readLimited(resp.Body, (*buf)[:0], s.maxBytes)
-	switch {
-	case err != nil:
-		// The answer was cut short: a connection failure (Status 0), not
-		// an answer of the portal.
-		e := transportError(ctx, err)
-		e.Pause = pause
-		return nil, "", e
-	case over:
-		return nil, "", unreadable(resp.StatusCode, pause, fmt.Errorf("answer larger than %d bytes", s.maxBytes))
-	}
-	infractions, err := s.mapping.read(ctx, *buf, resp.Header.Get("Content-Type"))
-	if err != nil {
-		return nil, "", answerError(ctx, resp.StatusCode, pause, err)
-	}
-	if s.next != nil {
-		d, err := parseDocument(ctx, s.mapping.format, s.mapping.charset, *buf, resp.Header.Get("Content-Type"))
-		if err != nil {
-			return nil, "", answerError(ctx, resp.StatusCode, pause, err)
-		}
-		next, _ = d.first(*s.next)
-	}
-	return infractions, next, nil
 }
 
 // buffer takes a body buffer from the source's pool.
@@ -670,10 +553,8 @@ func isToken(s string) bool {
 // cloneSpec copies spec and the maps and slices it holds.
 func cloneSpec(spec Spec) Spec {
 	spec.Headers = maps.Clone(spec.Headers)
-	spec.Fields = maps.Clone(spec.Fields)
-	spec.StatusMap = maps.Clone(spec.StatusMap)
+	spec.Response = spec.Response.Clone()
 	spec.Auth = spec.Auth.clone()
-	spec.Namespaces = maps.Clone(spec.Namespaces)
 	spec.VoucherTypes = slices.Clone(spec.VoucherTypes)
 	if spec.Operations != nil {
 		ops := make(map[aggregator.Operation]OperationSpec, len(spec.Operations))

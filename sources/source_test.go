@@ -17,6 +17,7 @@ import (
 	_ "time/tzdata" // America/Argentina/Buenos_Aires on every machine
 
 	"github.com/multas/aggregator"
+	"github.com/multas/aggregator/sources/mapping"
 )
 
 // plate is the query value of these tests; it must never appear in an
@@ -44,12 +45,14 @@ func testSpec(base string) Spec {
 			aggregator.ByID:     {Method: "GET", Path: "/api/v2/actas?cuit={id}", Accepts: []aggregator.IDKind{aggregator.CUIT}},
 			aggregator.Voucher:  {Method: "GET", Path: "/api/v2/actas/{infraction_id}/boleta"},
 		},
-		Items: "/resultado/actas",
-		Fields: map[string]string{
-			"id": "/nro", "date": "/fecha", "description": "/detalle", "place": "/lugar",
-			"amount": "/monto", "currency": "/moneda", "status": "/estado",
+		Response: mapping.Response{
+			Items: items("/resultado/actas"),
+			Fields: fields(map[string]string{
+				"id": "/nro", "date": "/fecha", "description": "/detalle", "place": "/lugar",
+				"amount": "/monto", "currency": "/moneda", "status": "/estado",
+			}),
+			StatusMap: map[string]string{"IMPAGA": "unpaid", "PAGADA": "paid", "EN GESTION": "in_process"},
 		},
-		StatusMap: map[string]string{"IMPAGA": "unpaid", "PAGADA": "paid", "EN GESTION": "in_process"},
 		Location:  mustLocation("America/Argentina/Buenos_Aires"),
 		Currency:  "ARS",
 	}
@@ -432,12 +435,12 @@ func TestMapping(t *testing.T) {
 	]}}}`
 	srv := portal(t, body(200, doc))
 	spec := testSpec(srv.URL)
-	spec.Items = "/data/a~1b/list~0"
-	spec.Fields = map[string]string{
+	spec.Response.Items = items("/data/a~1b/list~0")
+	spec.Response.Fields = fields(map[string]string{
 		"id": "/n~0m/id", "date": "/when", "description": "/what", "place": "/where/1",
 		"amount": "/money/value", "currency": "/money/cur", "status": "/st",
-	}
-	spec.StatusMap = map[string]string{"IMPAGA": "unpaid", "pagada": "paid", "TRUE": "in_process", " 2 ": "paid"}
+	})
+	spec.Response.StatusMap = map[string]string{"IMPAGA": "unpaid", "pagada": "paid", "TRUE": "in_process", " 2 ": "paid"}
 	s := newSource(t, spec, srv.Client())
 	ans, err := s.Lookup(context.Background(), domainQuery)
 	if err != nil {
@@ -485,8 +488,8 @@ func TestMappingDocumentIsTheArray(t *testing.T) {
 	t.Parallel()
 	srv := portal(t, body(200, `[{"id": "A"}, {"id": "B", "estado": null}]`))
 	spec := testSpec(srv.URL)
-	spec.Items = ""
-	spec.Fields = map[string]string{"id": "/id", "status": "/estado"}
+	spec.Response.Items = items("")
+	spec.Response.Fields = fields(map[string]string{"id": "/id", "status": "/estado"})
 	delete(spec.Operations, aggregator.Voucher)
 	spec.Currency = ""
 	s := newSource(t, spec, srv.Client())
@@ -776,12 +779,12 @@ func TestNewValidation(t *testing.T) {
 		{"accepts outside by_id", func(s *Spec) {
 			s.Operations[aggregator.ByDomain] = OperationSpec{Path: "/{domain}", Accepts: []aggregator.IDKind{aggregator.DNI}}
 		}, "accepts"},
-		{"bad items pointer", func(s *Spec) { s.Items = "resultado" }, "response.items"},
-		{"no id field", func(s *Spec) { delete(s.Fields, "id") }, "response.fields.id"},
-		{"bad field pointer", func(s *Spec) { s.Fields["date"] = "/a~2" }, "response.fields.date"},
-		{"unknown field", func(s *Spec) { s.Fields["plate"] = "/p" }, "response.fields.plate"},
-		{"bad status", func(s *Spec) { s.StatusMap["X"] = "cancelled" }, "cancelled"},
-		{"conflicting status", func(s *Spec) { s.StatusMap["impaga"] = "paid" }, "conflicts"},
+		{"bad items pointer", func(s *Spec) { s.Response.Items = items("resultado") }, "response.items"},
+		{"no id field", func(s *Spec) { delete(s.Response.Fields, "id") }, "response.fields.id"},
+		{"bad field pointer", func(s *Spec) { s.Response.Fields["date"] = mapping.Field{Select: mapping.List{"/a~2"}} }, "response.fields.date"},
+		{"unknown field", func(s *Spec) { s.Response.Fields["plate"] = mapping.Field{Select: mapping.List{"/p"}} }, "response.fields.plate"},
+		{"bad status", func(s *Spec) { s.Response.StatusMap["X"] = "cancelled" }, "cancelled"},
+		{"conflicting status", func(s *Spec) { s.Response.StatusMap["impaga"] = "paid" }, "conflicts"},
 		{"bad header", func(s *Spec) { s.Headers = map[string]string{"X Bad": "1"} }, "headers"},
 		{"header line break", func(s *Spec) { s.Headers = map[string]string{"X-A": "1\r\nX-B: 2"} }, "headers"},
 		{"negative size", func(s *Spec) { s.MaxResponseBytes = -1 }, "max_response_bytes"},
@@ -806,9 +809,9 @@ func TestNewValidation(t *testing.T) {
 func TestNewReportsEveryProblem(t *testing.T) {
 	t.Parallel()
 	spec := testSpec("http://portal")
-	spec.Items = "x"
-	delete(spec.Fields, "id")
-	spec.StatusMap["X"] = "gone"
+	spec.Response.Items = items("x")
+	delete(spec.Response.Fields, "id")
+	spec.Response.StatusMap["X"] = "gone"
 	_, err := New(spec, nil, nil)
 	if err == nil {
 		t.Fatal("New succeeded")
@@ -824,10 +827,12 @@ func TestSpecIsACopy(t *testing.T) {
 	t.Parallel()
 	spec := testSpec("http://portal")
 	s := newSource(t, spec, nil)
-	spec.Fields["id"] = "/other"
+	spec.Response.Fields["id"] = mapping.Field{Select: mapping.List{"/other"}}
 	got := s.Spec()
-	got.StatusMap["IMPAGA"] = "paid"
-	if s.Spec().Fields["id"] != "/nro" || s.Spec().StatusMap["IMPAGA"] != "unpaid" {
+	got.Response.StatusMap["IMPAGA"] = "paid"
+	got.Response.Fields["date"].Select[0] = "/x"
+	if s.Spec().Response.Fields["id"].Select[0] != "/nro" || s.Spec().Response.StatusMap["IMPAGA"] != "unpaid" ||
+		s.Spec().Response.Fields["date"].Select[0] != "/fecha" {
 		t.Errorf("Spec shares its maps with the caller")
 	}
 }

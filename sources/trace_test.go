@@ -17,6 +17,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/multas/aggregator"
+	"github.com/multas/aggregator/sources/mapping"
 	"github.com/multas/aggregator/sources"
 	"github.com/multas/aggregator/tracing"
 )
@@ -235,7 +236,8 @@ func TestClientSpansNamedByTemplate(t *testing.T) {
 			t.Cleanup(tr.CloseIdleConnections)
 			client := &http.Client{Transport: tracing.Transport(tr, tp, nil, tracing.WithURLTemplate(sources.URLTemplate))}
 			spec := tt.spec
-			spec.ID, spec.Jurisdiction, spec.Items, spec.Fields = "caba", "CABA", "/actas", map[string]string{"id": "/nro"}
+			spec.ID, spec.Jurisdiction = "caba", "CABA"
+			spec.Response = mapping.Response{Items: mapping.Items{{Select: "/actas"}}, Fields: map[string]mapping.Field{"id": {Select: mapping.List{"/nro"}}}}
 			src, err := sources.New(spec, client, nil)
 			if err != nil {
 				t.Fatal(err)

@@ -23,11 +23,24 @@ import (
 	"github.com/multas/aggregator/app"
 	"github.com/multas/aggregator/config"
 	"github.com/multas/aggregator/sources"
+	"github.com/multas/aggregator/sources/mapping"
 )
 
-// The exit status of a check that found a source that did not answer or
-// map.
-const exitCheckFailed exitStatus = 1
+// The exit statuses of a check (SPEC 12): a source that did not answer
+// or map, and sources that all mapped with a warning standing.
+const (
+	exitCheckFailed  exitStatus = 1
+	exitCheckWarning exitStatus = 3
+)
+
+// checkResult is what the check of one source found.
+type checkResult uint8
+
+const (
+	checkOK checkResult = iota
+	checkWarned
+	checkFailed
+)
 
 // maxRecordedRequest bounds a request body that the check records.
 const maxRecordedRequest = 1 << 20
@@ -42,7 +55,10 @@ breakers and the rate limiter, and prints the request sent (secrets masked),
 the status and headers, the start of the body, every item as mapped, every
 field that did not map (with its selector) and every value that did not
 normalise. Exit status 0 when every selected source answered and mapped,
-1 otherwise, 2 for a command line that cannot be run.
+1 when one failed or a value did not normalise, 2 for a command line that
+cannot be run, 3 when everything mapped but a warning stands (an items
+pointer that drops elements, text with U+FFFD or mojibake, a status not in
+status_map, an xml source without a no-results marker).
 
 `
 
@@ -154,18 +170,28 @@ func sourcesCheck(ctx context.Context, args []string, getenv func(string) string
 	if err != nil {
 		return usageErr("%v", err)
 	}
-	failed := 0
+	failed, warned := 0, 0
 	for i, sc := range selected {
 		if i > 0 {
 			fmt.Fprintln(stdout)
 		}
-		if !checkSource(ctx, stdout, sc, op, q, f.infraction) {
+		switch checkSource(ctx, stdout, sc, op, q, f.infraction) {
+		case checkFailed:
 			failed++
+		case checkWarned:
+			warned++
 		}
 	}
-	fmt.Fprintf(stdout, "\n%d of %d source(s) answered and mapped\n", len(selected)-failed, len(selected))
-	if failed > 0 {
+	fmt.Fprintf(stdout, "\n%d of %d source(s) answered and mapped", len(selected)-failed, len(selected))
+	if warned > 0 {
+		fmt.Fprintf(stdout, ", %d with warnings", warned)
+	}
+	fmt.Fprintln(stdout)
+	switch {
+	case failed > 0:
 		return exitCheckFailed
+	case warned > 0:
+		return exitCheckWarning
 	}
 	return nil
 }
@@ -196,13 +222,12 @@ func selectSources(all []config.Source, ids []string) ([]config.Source, error) {
 	return out, nil
 }
 
-// checkSource calls one source and prints what it saw; it reports whether
-// the source answered and mapped.
-func checkSource(ctx context.Context, w io.Writer, sc config.Source, op aggregator.Operation, q aggregator.Query, infractionID string) bool {
-	fmt.Fprintf(w, "== %s (%s): %s\n", sc.ID, sc.Jurisdiction, op)
+// checkSource calls one source and prints what it saw.
+func checkSource(ctx context.Context, w io.Writer, sc config.Source, op aggregator.Operation, q aggregator.Query, infractionID string) checkResult {
+	fmt.Fprintf(w, "== %s (%s): %s\n", safeText(sc.ID), safeText(sc.Jurisdiction), op)
 	if sc.Type != config.HTTPType {
 		fmt.Fprintf(w, "FAILED: type %q is a Go adapter; only type http sources can be checked\n", sc.Type)
-		return false
+		return checkFailed
 	}
 	spec := app.SourceSpec(sc)
 	limit := spec.MaxResponseBytes
@@ -214,12 +239,12 @@ func checkSource(ctx context.Context, w io.Writer, sc config.Source, op aggregat
 	rec := &recorder{next: transport, limit: limit + 1}
 	src, err := sources.New(spec, &http.Client{Transport: rec}, nil)
 	if err != nil {
-		fmt.Fprintf(w, "FAILED: %v\n", err)
-		return false
+		fmt.Fprintf(w, "FAILED: %s\n", safeText(err.Error()))
+		return checkFailed
 	}
 	if !src.Supports(op, q.IDKind) {
 		fmt.Fprintf(w, "skipped: the source has no %s operation for this query\n", op)
-		return true
+		return checkOK
 	}
 	timeout := time.Duration(sc.Timeout)
 	if timeout <= 0 {
@@ -240,74 +265,146 @@ func checkSource(ctx context.Context, w io.Writer, sc config.Source, op aggregat
 		printExchanges(w, m, exs, false)
 		if err != nil {
 			fmt.Fprintf(w, "FAILED: %s\n", m.mask(describe(err)))
-			return false
+			return checkFailed
 		}
 		fmt.Fprintf(w, "voucher: status %s, type %s, %d bytes\n", safeText(exs[len(exs)-1].statusText), safeText(v.ContentType), size)
-		return true
+		return checkOK
 	}
 
 	answer, lookupErr := src.Lookup(ctx, q)
 	exs := rec.exchanges()
 	printExchanges(w, m, exs, true)
-	ok := lookupErr == nil
-	var items []sources.InspectedItem
+	rep := report{w: w, m: m}
+	var items []mapping.InspectedItem
 	for i, e := range exs {
-		if e.err != nil || e.status < 200 || e.status > 299 || m.authExchange(i, len(exs), e) {
+		if e.err != nil || m.authExchange(i, len(exs), e) {
 			continue
 		}
-		ins, err := src.Inspect(ctx, e.body, e.header.Get("Content-Type"))
+		ins, err := src.Inspect(ctx, e.status, e.body, e.header.Get("Content-Type"), q)
+		var re *mapping.RuleError
 		switch {
+		case errors.Is(err, mapping.ErrNoRule):
+			continue // the status decides
+		case errors.As(err, &re):
+			rep.info("answer %d: response.errors[%d] matched: outcome %s", i+1, re.Rule, re.Outcome)
+			rep.fail()
 		case err != nil:
-			fmt.Fprintf(w, "answer %d not readable: %s\n", i+1, m.mask(err.Error()))
-			ok = false
+			rep.line("answer %d not readable: %s", i+1, err.Error())
+			rep.fail()
+		case ins.NotFound && ins.Rule >= 0:
+			rep.info("answer %d: response.errors[%d] matched: outcome not_found: no infractions", i+1, ins.Rule)
 		case ins.NotFound:
-			fmt.Fprintf(w, "answer %d: response.not_found matched: no infractions\n", i+1)
+			rep.info("answer %d: response.not_found matched: no infractions", i+1)
+		}
+		if ins.Dropped > 0 {
+			rep.info("answer %d: match kept %d of %d item(s), dropping %d of other subjects", i+1, ins.Selected-ins.Dropped, ins.Selected, ins.Dropped)
+		}
+		for _, warning := range ins.Warnings {
+			rep.warn("%s", warning)
 		}
 		items = append(items, ins.Items...)
 	}
-	fmt.Fprintf(w, "items: %d\n", len(items))
+	if spec.Response.Format == "xml" && spec.Response.NotFound == "" && !hasNotFoundRule(spec.Response) {
+		rep.warn("an xml source without a no-results marker: set response.not_found (or an errors rule with outcome: not_found), " +
+			"or a page without items (an error page that parses) reads as no infractions")
+	}
+	rep.items(src, items)
+	switch {
+	case lookupErr != nil:
+		fmt.Fprintf(w, "FAILED: %s\n", m.mask(describe(lookupErr)))
+		return checkFailed
+	case rep.failed:
+		fmt.Fprintf(w, "FAILED: the answer came, but did not map cleanly (see above); the lookup found %d infraction(s)\n", len(answer.Infractions))
+		return checkFailed
+	case rep.warned:
+		fmt.Fprintf(w, "WARNING: %d infraction(s), but see the warnings above\n", len(answer.Infractions))
+		return checkWarned
+	}
+	fmt.Fprintf(w, "OK: %d infraction(s)\n", len(answer.Infractions))
+	return checkOK
+}
+
+// hasNotFoundRule reports whether an errors rule says "no infractions".
+func hasNotFoundRule(r mapping.Response) bool {
+	return slices.ContainsFunc(r.Errors, func(ru mapping.Rule) bool { return ru.Outcome == string(mapping.NotFound) })
+}
+
+// report prints what the check found in the answers, and keeps count of
+// failures and warnings.
+type report struct {
+	w              io.Writer
+	m              *masker
+	failed, warned bool
+}
+
+func (r *report) line(format string, a ...any) {
+	fmt.Fprintf(r.w, "%s\n", r.m.mask(safeText(fmt.Sprintf(format, a...))))
+}
+
+func (r *report) info(format string, a ...any) { r.line("info: "+format, a...) }
+
+func (r *report) warn(format string, a ...any) {
+	r.line("warning: "+format, a...)
+	r.warned = true
+}
+
+func (r *report) fail() { r.failed = true }
+
+// items prints every item as mapped, with what did not map or normalise.
+func (r *report) items(src *sources.Source, items []mapping.InspectedItem) {
+	fmt.Fprintf(r.w, "items: %d\n", len(items))
 	for i, it := range items {
 		inf := it.Infraction
-		fmt.Fprintf(w, "  [%d] id=%s date=%s amount=%s currency=%s status=%s status_raw=%s\n",
-			i, quoteText(inf.ID), quoteText(inf.Date), quoteText(inf.Amount), quoteText(inf.Currency), inf.Status, quoteText(inf.StatusRaw))
-		fmt.Fprintf(w, "      description=%s place=%s\n", quoteText(inf.Description), quoteText(inf.Place))
+		units := "-"
+		if inf.Units != nil {
+			units = inf.Units.Value + " " + inf.Units.Code
+		}
+		fmt.Fprintf(r.w, "  [%d] id=%s date=%s amount=%s currency=%s units=%s status=%s status_raw=%s\n",
+			i, quoteText(inf.ID), quoteText(inf.Date), quoteText(inf.Amount), quoteText(inf.Currency), quoteText(units), inf.Status, quoteText(inf.StatusRaw))
+		fmt.Fprintf(r.w, "      description=%s place=%s\n", quoteText(inf.Description), quoteText(inf.Place))
 		for _, p := range it.Problems {
-			mark := "not mapped"
-			if !p.Unmapped {
-				mark = "not normalised"
+			mark := "not normalised"
+			switch p.Reason {
+			case mapping.ReasonMissing:
+				mark = "not mapped"
+			case mapping.ReasonSuspectText:
+				mark = "suspect text"
+				r.warned = true
+			case mapping.ReasonUnknownStatus:
+				r.warned = true
 			}
-			fmt.Fprintf(w, "      ! %s: %s\n", mark, m.mask(safeText(p.String())))
+			r.line("      ! %s: %s%s", mark, p.String(), hint(p))
 		}
 		if it.Refused {
-			ok = false
+			r.failed = true
 		}
 	}
 	// A configured selector that matched in no item is a mapping to fix,
 	// even when the aggregator would take the answer without the field.
-	if len(items) > 0 {
-		for _, name := range src.Mapped() {
-			never := true
-			for _, it := range items {
-				if !slices.ContainsFunc(it.Problems, func(p sources.FieldProblem) bool { return p.Field == name && p.Unmapped }) {
-					never = false
-					break
-				}
-			}
-			if never {
-				fmt.Fprintf(w, "field %s: its selector matched in no item\n", name)
-				ok = false
+	if len(items) == 0 {
+		return
+	}
+	for _, name := range src.Mapped() {
+		never := true
+		for _, it := range items {
+			if !slices.ContainsFunc(it.Problems, func(p mapping.FieldProblem) bool { return p.Field == name && p.Reason == mapping.ReasonMissing }) {
+				never = false
+				break
 			}
 		}
+		if never {
+			fmt.Fprintf(r.w, "field %s: its selector matched in no item\n", name)
+			r.failed = true
+		}
 	}
-	switch {
-	case lookupErr != nil:
-		fmt.Fprintf(w, "FAILED: %s\n", m.mask(describe(lookupErr)))
-	case !ok:
-		fmt.Fprintf(w, "FAILED: the answer came, but did not map cleanly (see above); the lookup found %d infraction(s)\n", len(answer.Infractions))
-	default:
-		fmt.Fprintf(w, "OK: %d infraction(s)\n", len(answer.Infractions))
+}
+
+// hint says how to fix a value that did not normalise, where it is known.
+func hint(p mapping.FieldProblem) string {
+	if strings.Contains(p.Detail, "ambiguous") {
+		return " (set response.decimal, or the field's decimal, to \",\" or \".\")"
 	}
-	return ok
+	return ""
 }
 
 // describe says what a failed call's outcome is.

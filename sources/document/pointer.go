@@ -1,4 +1,4 @@
-package sources
+package document
 
 import (
 	"errors"
@@ -6,21 +6,22 @@ import (
 	"strings"
 )
 
-// pointer is a compiled RFC 6901 JSON pointer: the reference tokens,
+// Pointer is a compiled RFC 6901 JSON pointer: the reference tokens,
 // already unescaped. The empty pointer (no tokens) is the whole value.
-type pointer struct {
-	text   string
-	tokens []string
+type Pointer struct {
+	text string
+	// Tokens are the reference tokens, unescaped.
+	Tokens []string
 }
 
-// compilePointer parses an RFC 6901 pointer in its string form ("" or
+// CompilePointer parses an RFC 6901 pointer in its string form ("" or
 // "/a/b~1c/0"). Only the escapes ~0 and ~1 are accepted after '~'.
-func compilePointer(text string) (pointer, error) {
+func CompilePointer(text string) (Pointer, error) {
 	if text == "" {
-		return pointer{}, nil
+		return Pointer{}, nil
 	}
 	if text[0] != '/' {
-		return pointer{}, errors.New("a JSON pointer must be empty or start with '/'")
+		return Pointer{}, errors.New("a JSON pointer must be empty or start with '/'")
 	}
 	raw := strings.Split(text[1:], "/")
 	tokens := make([]string, len(raw))
@@ -36,7 +37,7 @@ func compilePointer(text string) (pointer, error) {
 				continue
 			}
 			if j+1 == len(tok) || (tok[j+1] != '0' && tok[j+1] != '1') {
-				return pointer{}, errors.New("'~' must be followed by '0' or '1' in a JSON pointer")
+				return Pointer{}, errors.New("'~' must be followed by '0' or '1' in a JSON pointer")
 			}
 			if tok[j+1] == '0' {
 				b.WriteByte('~')
@@ -47,15 +48,15 @@ func compilePointer(text string) (pointer, error) {
 		}
 		tokens[i] = b.String()
 	}
-	return pointer{text: text, tokens: tokens}, nil
+	return Pointer{text: text, Tokens: tokens}, nil
 }
 
 // String returns the pointer as configured.
-func (p pointer) String() string { return p.text }
+func (p Pointer) String() string { return p.text }
 
-// arrayIndex parses an RFC 6901 array index: "0" or a decimal number
+// ArrayIndex parses an RFC 6901 array index: "0" or a decimal number
 // without leading zeros. "-" (past the end) never exists when reading.
-func arrayIndex(tok string) (int, bool) {
+func ArrayIndex(tok string) (int, bool) {
 	if tok == "" || len(tok) > 9 || (len(tok) > 1 && tok[0] == '0') {
 		return 0, false
 	}

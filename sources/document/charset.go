@@ -1,4 +1,4 @@
-package sources
+package document
 
 import (
 	"bytes"
@@ -10,48 +10,56 @@ import (
 	"golang.org/x/text/encoding"
 )
 
-// Character encodings (SPEC 8 `response.charset`). Labels are the WHATWG
-// ones (golang.org/x/net/html/charset): "iso-8859-1" and "latin1" are
-// windows-1252, as browsers read them.
+// Character encodings (SPEC 8 `response.charset`, SPEC 9). Labels are the
+// WHATWG Encoding ones (golang.org/x/net/html/charset), read as browsers
+// read them: "iso-8859-1" and "latin1" are windows-1252, and a document
+// that declares UTF-16 inside itself (a <meta> or an XML prolog, which
+// are ASCII bytes and so cannot be UTF-16) is read as UTF-8.
 
 // sniffLength is how much of an answer's start is searched for an XML
 // prolog or an HTML meta charset, as HTML's prescan does.
 const sniffLength = 1024
 
-// compileCharset looks label up; "" and every name of UTF-8 compile to
-// nil, meaning no decoding is configured.
-func compileCharset(label string) (encoding.Encoding, error) {
-	if strings.TrimSpace(label) == "" {
-		return nil, nil
+// Charset is a configured character encoding; the zero value reads what
+// each answer declares.
+type Charset struct {
+	enc  encoding.Encoding // nil: UTF-8, when set
+	name string
+	set  bool
+}
+
+// ParseCharset looks up a WHATWG label; "" is the zero Charset. Any label,
+// utf-8 included, forces that encoding over what the answers declare.
+func ParseCharset(label string) (Charset, error) {
+	label = strings.TrimSpace(label)
+	if label == "" {
+		return Charset{}, nil
 	}
 	e, name := charset.Lookup(label)
 	if e == nil {
-		return nil, fmt.Errorf("unknown character encoding %q", label)
+		return Charset{}, fmt.Errorf("unknown character encoding %q (want a label such as utf-8, windows-1252 or iso-8859-1)", label)
 	}
 	if name == "utf-8" {
-		return nil, nil
+		e = nil
 	}
-	return e, nil
+	return Charset{enc: e, name: name, set: true}, nil
 }
 
-// toUTF8 returns body as UTF-8. Its encoding is enc when given, else the
-// first of: a byte order mark, the Content-Type's charset, the XML prolog's
-// encoding (xml) or a meta charset in the first 1024 bytes (html), and
-// UTF-8. Unknown labels are passed over. A UTF-8 byte order mark is
-// dropped. The result is body itself when it needs no decoding.
-func toUTF8(f format, enc encoding.Encoding, body []byte, contentType string) ([]byte, error) {
-	name := ""
-	if enc == nil {
-		enc, name = bomEncoding(body)
-	}
-	if enc == nil {
-		enc, name = charset.Lookup(charsetParam(contentType))
-	}
-	if enc == nil && f == formatXML {
-		enc, name = charset.Lookup(prologEncoding(body))
-	}
-	if enc == nil && f == formatHTML {
-		enc, name = charset.Lookup(metaCharset(body))
+// IsSet reports whether c was configured.
+func (c Charset) IsSet() bool { return c.set }
+
+// String is the encoding's WHATWG name, or "" when not configured.
+func (c Charset) String() string { return c.name }
+
+// ToUTF8 returns body as UTF-8. Its encoding is c when configured, else
+// the first of: a byte order mark, the Content-Type's charset, the XML
+// prolog's encoding (xml) or a meta charset in the first 1024 bytes
+// (html), and UTF-8. Unknown labels are passed over. A UTF-8 byte order
+// mark is dropped. The result is body itself when it needs no decoding.
+func ToUTF8(f Format, c Charset, body []byte, contentType string) ([]byte, error) {
+	enc, name := c.enc, c.name
+	if !c.set {
+		enc, name = detect(f, body, contentType)
 	}
 	if enc == nil || name == "utf-8" {
 		return bytes.TrimPrefix(body, []byte("\uFEFF")), nil
@@ -61,6 +69,32 @@ func toUTF8(f format, enc encoding.Encoding, body []byte, contentType string) ([
 		return nil, fmt.Errorf("decoding the answer's characters: %w", err)
 	}
 	return bytes.TrimPrefix(out, []byte("\uFEFF")), nil
+}
+
+// detect finds the encoding an answer declares, as ToUTF8 documents.
+func detect(f Format, body []byte, contentType string) (encoding.Encoding, string) {
+	if enc, name := bomEncoding(body); enc != nil {
+		return enc, name
+	}
+	if enc, name := charset.Lookup(CharsetParam(contentType)); enc != nil {
+		return enc, name
+	}
+	var declared string
+	switch f {
+	case XML:
+		declared = prologEncoding(body)
+	case HTML:
+		declared = metaCharset(body)
+	}
+	enc, name := charset.Lookup(declared)
+	switch name {
+	case "utf-16le", "utf-16be":
+		// The declaration was read as ASCII: the document is not UTF-16.
+		return nil, "utf-8"
+	case "x-user-defined":
+		return charset.Lookup("windows-1252")
+	}
+	return enc, name
 }
 
 // bomEncoding is the encoding a byte order mark at the start of body says.
@@ -76,15 +110,19 @@ func bomEncoding(body []byte) (encoding.Encoding, string) {
 	return nil, ""
 }
 
-// isUTF8Label reports whether a charset label means UTF-8; "" (no label)
-// does too.
-func isUTF8Label(label string) bool {
+// IsUTF8 reports whether an answer with this Content-Type is read as
+// UTF-8 without decoding when c is not configured: no charset, or UTF-8.
+func (c Charset) IsUTF8(contentType string) bool {
+	if c.set {
+		return c.enc == nil
+	}
+	label := CharsetParam(contentType)
 	return label == "" || strings.EqualFold(label, "utf-8") || strings.EqualFold(label, "utf8")
 }
 
-// charsetParam returns the charset parameter of a Content-Type, without
+// CharsetParam returns the charset parameter of a Content-Type, without
 // quotes; "" when it has none. It does not allocate.
-func charsetParam(contentType string) string {
+func CharsetParam(contentType string) string {
 	for rest := contentType; ; {
 		semi := strings.IndexByte(rest, ';')
 		if semi < 0 {
@@ -171,7 +209,7 @@ func metaCharset(body []byte) string {
 					content = string(val)
 				}
 			}
-			if label := charsetParam(content); pragma && label != "" {
+			if label := CharsetParam(content); pragma && label != "" {
 				return label
 			}
 		}

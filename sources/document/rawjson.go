@@ -1,4 +1,4 @@
-package sources
+package document
 
 import (
 	"bytes"
@@ -12,12 +12,12 @@ import (
 // checked the whole document first) and take a value as the bytes from
 // its first byte to its last, without surrounding white space.
 
-// resolve walks the JSON value v along p. found is false when a member or
+// Resolve walks the JSON value v along p. found is false when a member or
 // element does not exist. A JSON null met on the way ends the walk with
 // that null: a portal that answers {"result": null} has nothing there,
 // which is not the same as a shape the configuration does not describe.
-func (p pointer) resolve(v []byte) (value []byte, found bool) {
-	for _, tok := range p.tokens {
+func (p Pointer) Resolve(v []byte) (value []byte, found bool) {
+	for _, tok := range p.Tokens {
 		switch v[0] {
 		case 'n':
 			return v, true
@@ -26,7 +26,7 @@ func (p pointer) resolve(v []byte) (value []byte, found bool) {
 				return nil, false
 			}
 		case '[':
-			i, ok := arrayIndex(tok)
+			i, ok := ArrayIndex(tok)
 			if !ok {
 				return nil, false
 			}
@@ -40,19 +40,19 @@ func (p pointer) resolve(v []byte) (value []byte, found bool) {
 	return v, true
 }
 
-// isNull reports whether v is the JSON null.
-func isNull(v []byte) bool { return len(v) > 0 && v[0] == 'n' }
+// IsNull reports whether v is the JSON null.
+func IsNull(v []byte) bool { return len(v) > 0 && v[0] == 'n' }
 
 // member returns the value of the member named key of object obj; like
 // encoding/json, the last of duplicate members wins.
 func member(obj []byte, key string) (value []byte, found bool) {
-	for it := (iterator{b: obj, i: 1}); ; {
-		k, ok := it.next()
+	for it := (Iterator{B: obj, I: 1}); ; {
+		k, ok := it.Next()
 		if !ok {
 			return value, found
 		}
-		it.i = skipSpace(obj, it.i) + 1 // ':'
-		v, _ := it.next()
+		it.I = SkipSpace(obj, it.I) + 1 // ':'
+		v, _ := it.Next()
 		if keyEquals(k, key) {
 			value, found = v, true
 		}
@@ -61,9 +61,9 @@ func member(obj []byte, key string) (value []byte, found bool) {
 
 // element returns the element at index i of array arr.
 func element(arr []byte, i int) ([]byte, bool) {
-	it := iterator{b: arr, i: 1}
+	it := Iterator{B: arr, I: 1}
 	for n := 0; ; n++ {
-		v, ok := it.next()
+		v, ok := it.Next()
 		if !ok {
 			return nil, false
 		}
@@ -73,27 +73,27 @@ func element(arr []byte, i int) ([]byte, bool) {
 	}
 }
 
-// iterator steps through the members or elements of an object or array,
+// Iterator steps through the members or elements of an object or array,
 // one value (for objects, a key or a value) at a time.
-type iterator struct {
-	b []byte
-	i int // next byte to read
+type Iterator struct {
+	B []byte
+	I int // next byte to read
 }
 
-// next returns the next value, skipping one separating ',' before it;
+// Next returns the next value, skipping one separating ',' before it;
 // ok is false at the closing '}' or ']'.
-func (it *iterator) next() (value []byte, ok bool) {
-	i := skipSpace(it.b, it.i)
-	if it.b[i] == ',' {
-		i = skipSpace(it.b, i+1)
+func (it *Iterator) Next() (value []byte, ok bool) {
+	i := SkipSpace(it.B, it.I)
+	if it.B[i] == ',' {
+		i = SkipSpace(it.B, i+1)
 	}
-	if c := it.b[i]; c == '}' || c == ']' {
-		it.i = i
+	if c := it.B[i]; c == '}' || c == ']' {
+		it.I = i
 		return nil, false
 	}
-	end := valueEnd(it.b, i)
-	it.i = end
-	return it.b[i:end], true
+	end := valueEnd(it.B, i)
+	it.I = end
+	return it.B[i:end], true
 }
 
 // valueEnd returns the index just past the value that starts at b[i].
@@ -149,9 +149,9 @@ func stringEnd(b []byte, i int) int {
 	return len(b)
 }
 
-// skipSpace returns the index of the first byte at or after i that is not
+// SkipSpace returns the index of the first byte at or after i that is not
 // JSON white space.
-func skipSpace(b []byte, i int) int {
+func SkipSpace(b []byte, i int) int {
 	for i < len(b) {
 		switch b[i] {
 		case ' ', '\t', '\n', '\r':
@@ -165,12 +165,12 @@ func skipSpace(b []byte, i int) int {
 
 // keyEquals reports whether the JSON string k names key.
 func keyEquals(k []byte, key string) bool {
-	return string(keyText(k)) == key
+	return string(KeyText(k)) == key
 }
 
-// keyText is the decoded text of the JSON string k, in place when it needs
+// KeyText is the decoded text of the JSON string k, in place when it needs
 // no decoding.
-func keyText(k []byte) []byte {
+func KeyText(k []byte) []byte {
 	if inner, plain := plainString(k); plain {
 		return inner
 	}
@@ -194,9 +194,9 @@ func unquote(s []byte) string {
 	return out
 }
 
-// stringBytes returns the text of the JSON string s, trimmed of white
+// StringBytes returns the text of the JSON string s, trimmed of white
 // space: in place when it needs no decoding.
-func stringBytes(s []byte) []byte {
+func StringBytes(s []byte) []byte {
 	if inner, plain := plainString(s); plain {
 		return bytes.TrimSpace(inner)
 	}

@@ -1,4 +1,4 @@
-package sources
+package document
 
 import (
 	"reflect"
@@ -26,15 +26,15 @@ func TestCompilePointer(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.in, func(t *testing.T) {
 			t.Parallel()
-			p, err := compilePointer(tt.in)
+			p, err := CompilePointer(tt.in)
 			if tt.wantErr {
 				if err == nil {
-					t.Errorf("compilePointer(%q) = %q, want an error", tt.in, p.tokens)
+					t.Errorf("CompilePointer(%q) = %q, want an error", tt.in, p.Tokens)
 				}
 				return
 			}
-			if err != nil || !reflect.DeepEqual(p.tokens, tt.want) {
-				t.Errorf("compilePointer(%q) = %q, %v; want %q", tt.in, p.tokens, err, tt.want)
+			if err != nil || !reflect.DeepEqual(p.Tokens, tt.want) {
+				t.Errorf("CompilePointer(%q) = %q, %v; want %q", tt.in, p.Tokens, err, tt.want)
 			}
 		})
 	}
@@ -69,11 +69,11 @@ func TestPointerResolve(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.ptr, func(t *testing.T) {
 			t.Parallel()
-			p, err := compilePointer(tt.ptr)
+			p, err := CompilePointer(tt.ptr)
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, found := p.resolve([]byte(doc))
+			got, found := p.Resolve([]byte(doc))
 			if found != tt.wantFound || string(got) != tt.want {
 				t.Errorf("resolve(%q) = %v, %v; want %v, %v", tt.ptr, got, found, tt.want, tt.wantFound)
 			}

@@ -1,0 +1,216 @@
+package mapping
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/multas/aggregator"
+)
+
+// The same three records, as three portals of different dialects write
+// them: a JSON API, a SOAP service and an HTML page.
+
+const threeJSON = `{"resultado": {"actas": [
+	{"nro": "A-1", "fecha": "14/03/2026 09:12", "detalle": "Exceso de velocidad", "lugar": "Av. Lugones km 4",
+	 "monto": "$ 185.000,50", "moneda": "ARS", "estado": "IMPAGA"},
+	{"nro": "B-2", "fecha": "2026-02-01T10:00:00-05:00", "detalle": "Semáforo en rojo", "lugar": "Córdoba y Callao",
+	 "monto": "1234,5", "estado": "pagada"},
+	{"nro": "C 3", "fecha": "1773490320", "detalle": "Estacionamiento", "monto": "12.345,67", "moneda": "usd",
+	 "estado": "En Gestion"}
+]}}`
+
+const threeSOAP = `<?xml version="1.0" encoding="UTF-8"?>
+<soapenv:Envelope xmlns:soapenv="http://schemas.xmlsoap.org/soap/envelope/">
+  <soapenv:Header/>
+  <soapenv:Body>
+    <ns2:consultarActasResponse xmlns:ns2="urn:multas">
+      <ns2:total>3</ns2:total>
+      <ns2:acta nro="A-1">
+        <ns2:fecha>14/03/2026 09:12</ns2:fecha>
+        <ns2:detalle>Exceso de velocidad</ns2:detalle>
+        <ns2:lugar>Av. Lugones km 4</ns2:lugar>
+        <ns2:importe moneda="ARS">$ 185.000,50</ns2:importe>
+        <ns2:estado>IMPAGA</ns2:estado>
+      </ns2:acta>
+      <ns2:acta nro="B-2">
+        <ns2:fecha>2026-02-01T10:00:00-05:00</ns2:fecha>
+        <ns2:detalle><![CDATA[Semáforo en rojo]]></ns2:detalle>
+        <ns2:lugar>C&#243;rdoba y Callao</ns2:lugar>
+        <ns2:importe>1234,5</ns2:importe>
+        <ns2:estado> pagada </ns2:estado>
+      </ns2:acta>
+      <ns2:acta nro="C 3">
+        <ns2:fecha>1773490320</ns2:fecha>
+        <ns2:detalle>Estacionamiento</ns2:detalle>
+        <ns2:lugar/>
+        <ns2:importe moneda="usd">12.345,67</ns2:importe>
+        <ns2:estado>En Gestion</ns2:estado>
+      </ns2:acta>
+    </ns2:consultarActasResponse>
+  </soapenv:Body>
+</soapenv:Envelope>`
+
+const threeHTML = `<!DOCTYPE html>
+<html><head><title>Consulta de actas</title></head>
+<body>
+<h1>Actas del dominio</h1>
+<table id="actas">
+  <thead><tr><th>Fecha</th><th>Detalle</th><th>Lugar</th><th>Importe</th><th>Estado</th></tr></thead>
+  <tbody>
+    <tr data-acta="A-1"><td>14/03/2026 09:12</td><td>Exceso de
+        velocidad</td><td>Av. Lugones&nbsp;km&nbsp;4</td><td data-moneda="ARS">$&nbsp;185.000,50</td>
+        <td><span class="estado">IMPAGA</span></td></tr>
+    <tr data-acta="B-2"><td>2026-02-01T10:00:00-05:00</td><td><b>Semáforo</b> en rojo</td><td>C&oacute;rdoba y Callao</td>
+        <td>1234,5</td><td><span class="estado">pagada</span> <!-- desde 2026 --></td></tr>
+    <tr data-acta="C 3"><td>1773490320</td><td>Estacionamiento</td><td></td><td data-moneda="usd">12.345,67</td>
+        <td><span class="estado">En Gestion</span></td></tr>
+  </tbody>
+</table>
+</body></html>`
+
+// loc is the demo sources' zone.
+var loc = mustLocation("America/Argentina/Buenos_Aires")
+
+func mustLocation(name string) *time.Location {
+	l, err := time.LoadLocation(name)
+	if err != nil {
+		panic(err)
+	}
+	return l
+}
+
+// opts are the options of the test mappings: a CABA-like source with
+// vouchers.
+var opts = Options{Source: "caba", Jurisdiction: "Ciudad de Buenos Aires", Currency: "ARS", Location: loc,
+	VoucherPrefix: "/v1/sources/caba/infractions/", Now: func() time.Time { return time.Date(2026, 6, 1, 0, 0, 0, 0, loc) }}
+
+// domain is the subject of the test lookups.
+var domain = Subject{Op: aggregator.ByDomain, Value: "AB123CD"}
+
+// sel is a field of one selector.
+func sel(s string) Field { return Field{Select: List{s}} }
+
+// plain is a fields block of plain selectors.
+func plain(m map[string]string) map[string]Field {
+	out := make(map[string]Field, len(m))
+	for k, v := range m {
+		out[k] = sel(v)
+	}
+	return out
+}
+
+// one is the items block of one selector.
+func one(s string) Items { return Items{{Select: s}} }
+
+var caba = map[string]string{"IMPAGA": "unpaid", "PAGADA": "paid", "EN GESTION": "in_process"}
+
+// threeResponses are the three portals' mappings.
+func threeResponses() map[string]Response {
+	return map[string]Response{
+		"json": {Items: one("/resultado/actas"), StatusMap: caba, Fields: plain(map[string]string{
+			"id": "/nro", "date": "/fecha", "description": "/detalle", "place": "/lugar",
+			"amount": "/monto", "currency": "/moneda", "status": "/estado"})},
+		"xml": {Format: "xml", StatusMap: caba,
+			Namespaces: map[string]string{"s": "http://schemas.xmlsoap.org/soap/envelope/", "m": "urn:multas"},
+			Items:      one("/s:Envelope/s:Body/m:consultarActasResponse/m:acta"),
+			Fields: plain(map[string]string{
+				"id": "@nro", "date": "m:fecha", "description": "m:detalle", "place": "m:lugar",
+				"amount": "m:importe", "currency": "m:importe/@moneda", "status": "m:estado"})},
+		"html": {Format: "html", StatusMap: caba, NotFound: "p.sin-actas", Items: one("table#actas tbody tr"),
+			Fields: plain(map[string]string{
+				"id": "@data-acta", "date": "td:nth-child(1)", "description": "td:nth-child(2)", "place": "td:nth-child(3)",
+				"amount": "td:nth-child(4)", "currency": "td:nth-child(4)@data-moneda", "status": "td span.estado"})},
+	}
+}
+
+// threeBodies are the three answers, with their content types.
+var threeBodies = map[string][2]string{
+	"json": {"application/json", threeJSON},
+	"xml":  {"text/xml; charset=utf-8", threeSOAP},
+	"html": {"text/html", threeHTML},
+}
+
+// threeWant is what every dialect must come out as.
+func threeWant() []aggregator.Infraction {
+	base := aggregator.Infraction{Source: "caba", Jurisdiction: "Ciudad de Buenos Aires", Currency: "ARS"}
+	one, two, three := base, base, base
+	one.ID, one.Date, one.Description, one.Place, one.Amount = "A-1", "2026-03-14T09:12:00-03:00", "Exceso de velocidad", "Av. Lugones km 4", "185000.50"
+	one.Status, one.StatusRaw, one.Voucher = aggregator.Unpaid, "IMPAGA", "/v1/sources/caba/infractions/A-1/voucher"
+	two.ID, two.Date, two.Description, two.Place, two.Amount = "B-2", "2026-02-01T10:00:00-05:00", "Semáforo en rojo", "Córdoba y Callao", "1234.50"
+	two.Status, two.StatusRaw, two.Voucher = aggregator.Paid, "pagada", "/v1/sources/caba/infractions/B-2/voucher"
+	three.ID, three.Date, three.Description, three.Amount, three.Currency = "C 3", "2026-03-14T09:12:00-03:00", "Estacionamiento", "12345.67", "USD"
+	three.Status, three.StatusRaw, three.Voucher = aggregator.InProcess, "En Gestion", "/v1/sources/caba/infractions/C%203/voucher"
+	return []aggregator.Infraction{one, two, three}
+}
+
+// compile compiles r with the test options.
+func compile(t testing.TB, r Response) *Mapping {
+	t.Helper()
+	m, err := Compile(r, opts)
+	if err != nil {
+		t.Fatalf("Compile: %v", err)
+	}
+	return m
+}
+
+// read maps a 200 answer.
+func read(t testing.TB, m *Mapping, body, contentType string) (Page, error) {
+	t.Helper()
+	return m.Read(context.Background(), Answer{Status: 200, Body: []byte(body), ContentType: contentType}, domain)
+}
+
+// general is m without its fast path: every JSON answer goes through the
+// general one.
+func general(m *Mapping) *Mapping {
+	g := *m
+	g.fast = false
+	return &g
+}
+
+func TestFormatsMapTheSameInfractions(t *testing.T) {
+	t.Parallel()
+	for name, r := range threeResponses() {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			m := compile(t, r)
+			for _, m := range []*Mapping{m, general(m)} {
+				p, err := read(t, m, threeBodies[name][1], threeBodies[name][0])
+				if err != nil {
+					t.Fatalf("Read: %v", err)
+				}
+				if !reflect.DeepEqual(p.Infractions, threeWant()) {
+					t.Errorf("infractions:\n%+v\nwant\n%+v", p.Infractions, threeWant())
+				}
+				if p.Items != 3 || p.Health.Mapped != 3 {
+					t.Errorf("Items, Mapped = %d, %d; want 3, 3", p.Items, p.Health.Mapped)
+				}
+			}
+		})
+	}
+}
+
+func TestFastPathIsTaken(t *testing.T) {
+	t.Parallel()
+	if m := compile(t, threeResponses()["json"]); !m.fast {
+		t.Error("a JSON mapping of pointers does not take the fast path")
+	}
+	r := threeResponses()["json"]
+	r.Fields["description"] = Field{Select: List{"$.detalle"}}
+	if m := compile(t, r); m.fast {
+		t.Error("a mapping with a JSONPath field takes the fast path")
+	}
+}
+
+// errorIs checks that err wraps target, or mentions want.
+func errorMentions(t *testing.T, err error, want string) {
+	t.Helper()
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("err = %v, want one that mentions %q", err, want)
+	}
+}
+
+var _ = errors.Is
