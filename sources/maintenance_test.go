@@ -10,12 +10,12 @@ import (
 	"time"
 
 	"github.com/multas/aggregator"
-	"github.com/multas/aggregator/sources/mapping"
 	"github.com/multas/aggregator/breaker"
 	"github.com/multas/aggregator/fanout"
 	"github.com/multas/aggregator/problem"
 	"github.com/multas/aggregator/ratelimit"
 	"github.com/multas/aggregator/sources"
+	"github.com/multas/aggregator/sources/mapping"
 )
 
 // maintenancePage is what a portal in maintenance answers, with a 200.

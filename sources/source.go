@@ -106,11 +106,11 @@ type Source struct {
 	maxBytes int64
 	vouchers voucherPolicy
 	mapping  *mapping.Mapping
-	buffers  sync.Pool // of *[]byte, for lookup answers
-	base     *url.URL  // the base URL, whose origin is the source's
+	buffers  sync.Pool          // of *[]byte, for lookup answers
+	base     *url.URL           // the base URL, whose origin is the source's
 	next     *document.Selector // pagination.next, compiled; nil when not set
-	tokens   *tokens   // OAuth2; nil without
-	sessions *sessions // a session page; nil without
+	tokens   *tokens            // OAuth2; nil without
+	sessions *sessions          // a session page; nil without
 }
 
 // operation is a compiled OperationSpec.

@@ -53,8 +53,8 @@ func testSpec(base string) Spec {
 			}),
 			StatusMap: map[string]string{"IMPAGA": "unpaid", "PAGADA": "paid", "EN GESTION": "in_process"},
 		},
-		Location:  mustLocation("America/Argentina/Buenos_Aires"),
-		Currency:  "ARS",
+		Location: mustLocation("America/Argentina/Buenos_Aires"),
+		Currency: "ARS",
 	}
 }
 

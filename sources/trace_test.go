@@ -17,8 +17,8 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/multas/aggregator"
-	"github.com/multas/aggregator/sources/mapping"
 	"github.com/multas/aggregator/sources"
+	"github.com/multas/aggregator/sources/mapping"
 	"github.com/multas/aggregator/tracing"
 )
 

@@ -86,4 +86,3 @@ func resolveDecoded(p Pointer, v any) (any, bool) {
 	}
 	return v, true
 }
-
