@@ -14,8 +14,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/multas/aggregator"
 )
 
 // sessions holds one source's session (SPEC 8 auth.session): the cookies
@@ -158,9 +156,9 @@ func (se *sessions) drop(gen uint64) {
 
 // visit requests the session page and extracts its values.
 func (se *sessions) visit(ctx context.Context, s *Source) (map[string]string, error) {
-	req, err := http.NewRequestWithContext(withURLTemplate(ctx, se.named), se.method, se.url, nil)
+	req, err := http.NewRequestWithContext(withAuthRequest(withURLTemplate(ctx, se.named)), se.method, se.url, nil)
 	if err != nil {
-		return nil, &Error{Outcome: aggregator.Rejected, Err: errors.New("session page: building the request")}
+		return nil, unbuildable(errors.New("session page"))
 	}
 	req.Header = se.header.Clone()
 	if se.host != "" {
