@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -35,6 +36,9 @@ type decoder struct {
 	failed     map[string]bool
 	steps      int
 	tooComplex bool
+	// defaultsEnv and sourceEnv collect the values ${NAME} put under
+	// defaults and in the source being decoded (Source.FromEnv).
+	defaultsEnv, sourceEnv []string
 }
 
 func newDecoder(file string, getenv func(string) string) *decoder {
@@ -421,7 +425,12 @@ func (d *decoder) scalar(n *yaml.Node, path, want string) (s string, fromEnv, ok
 		d.fail(n.Line, path, "want "+want+", got "+kindName(n))
 		return "", false, false
 	}
-	s, fromEnv, unset, err := expand(n.Value, d.getenv)
+	var vars []string
+	s, fromEnv, unset, err := expand(n.Value, func(name string) string {
+		v := d.getenv(name)
+		vars = append(vars, v)
+		return v
+	})
 	if err != nil {
 		d.fail(n.Line, path, err.Error())
 		return "", false, false
@@ -430,7 +439,30 @@ func (d *decoder) scalar(n *yaml.Node, path, want string) (s string, fromEnv, ok
 		d.fail(n.Line, path, unsetSecret(unset))
 		return "", false, false
 	}
+	if fromEnv {
+		d.noteEnv(path, append(vars, s))
+	}
 	return s, fromEnv, true
+}
+
+// noteEnv records values that ${NAME} references put at path (each
+// variable's, and the whole scalar's) for the sources they reach: one
+// source's, or every source's when they are under defaults.
+func (d *decoder) noteEnv(path string, values []string) {
+	var to *[]string
+	switch {
+	case path == "defaults" || strings.HasPrefix(path, "defaults.") || strings.HasPrefix(path, "defaults["):
+		to = &d.defaultsEnv
+	case strings.HasPrefix(path, "sources["):
+		to = &d.sourceEnv
+	default:
+		return
+	}
+	for _, v := range values {
+		if v != "" && !slices.Contains(*to, v) {
+			*to = append(*to, v)
+		}
+	}
 }
 
 // got quotes a bad value for a message, unless it came from the
