@@ -162,27 +162,22 @@ func TestSourcesCheckHostile(t *testing.T) {
 	t.Cleanup(tokens.Close)
 	tokenHost := strings.TrimPrefix(tokens.URL, "http://")
 
+	var oauth strings.Builder
+	for _, o := range []struct{ id, jurisdiction, tokenURL string }{
+		{"upper", "Token por HTTP en mayúsculas", "HTTP://" + tokenHost + "/oauth/token"},
+		{"hop", "Token tras dos redirecciones", "http://" + tokenHost + "/hop/2?code=307"},
+		{"foreign", "Token redirigido al portal", "http://" + tokenHost + "/to?code=307&u=" + url.QueryEscape(portal.URL+"/api/actas")},
+	} {
+		fmt.Fprintf(&oauth, `  - id: %s
+    jurisdiction: %s
+    base_url: %s
+    operations: {by_domain: {path: /api/actas, query: {d: "{domain}"}}}
+    auth: {oauth2: {token_url: %q, client_id: "${CLIENT_ID}", client_secret: "${CLIENT_SECRET}"}}
+    response: {items: /actas, fields: {id: /nro, description: /nota}}
+`, o.id, o.jurisdiction, portal.URL, o.tokenURL)
+	}
 	cfgPath := filepath.Join(t.TempDir(), "aggregator.yaml")
-	writeFile(t, cfgPath, fmt.Sprintf(`sources:
-  - id: upper
-    jurisdiction: Token por HTTP en mayúsculas
-    base_url: %[1]s
-    operations: {by_domain: {path: /api/actas, query: {d: "{domain}"}}}
-    auth: {oauth2: {token_url: "HTTP://%[2]s/oauth/token", client_id: "${CLIENT_ID}", client_secret: "${CLIENT_SECRET}"}}
-    response: {items: /actas, fields: {id: /nro, description: /nota}}
-  - id: hop
-    jurisdiction: Token tras dos redirecciones
-    base_url: %[1]s
-    operations: {by_domain: {path: /api/actas, query: {d: "{domain}"}}}
-    auth: {oauth2: {token_url: "http://%[2]s/hop/2?code=307", client_id: "${CLIENT_ID}", client_secret: "${CLIENT_SECRET}"}}
-    response: {items: /actas, fields: {id: /nro, description: /nota}}
-  - id: foreign
-    jurisdiction: Token redirigido al portal
-    base_url: %[1]s
-    operations: {by_domain: {path: /api/actas, query: {d: "{domain}"}}}
-    auth: {oauth2: {token_url: "http://%[2]s/to?code=307&u=%[3]s", client_id: "${CLIENT_ID}", client_secret: "${CLIENT_SECRET}"}}
-    response: {items: /actas, fields: {id: /nro, description: /nota}}
-  - id: session
+	writeFile(t, cfgPath, "sources:\n"+oauth.String()+fmt.Sprintf(`  - id: session
     jurisdiction: Sesión
     base_url: %[1]s
     operations:
@@ -207,7 +202,7 @@ func TestSourcesCheckHostile(t *testing.T) {
     base_url: %[1]s
     operations: {by_domain: {path: /raw, query: {d: "{domain}"}}}
     response: {items: /actas, fields: {id: /nro}}
-`, portal.URL, tokenHost, url.QueryEscape(portal.URL+"/api/actas")))
+`, portal.URL))
 
 	tests := []struct {
 		source string
