@@ -439,10 +439,14 @@ func validateAuth(errs *Errors, p string, a Auth) {
 	}
 	if o := a.OAuth2; o != nil {
 		op := child(p, "oauth2")
-		if u, err := url.Parse(o.TokenURL); o.TokenURL == "" {
+		// As base_url, but for a query: RFC 6749 section 3.2 lets the
+		// endpoint have one (and forbids a fragment).
+		if u, ok := absoluteHTTP(o.TokenURL); o.TokenURL == "" {
 			errs.add(child(op, "token_url"), "required")
-		} else if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		} else if !ok {
 			errs.add(child(op, "token_url"), "want an absolute http:// or https:// URL")
+		} else if u.Fragment != "" {
+			errs.add(child(op, "token_url"), "must not have a fragment")
 		}
 		if o.ClientID == "" {
 			errs.add(child(op, "client_id"), "required")

@@ -54,6 +54,14 @@ func TestAdapterValidation(t *testing.T) {
 		// auth
 		{"both kinds of auth", doc("", src(`auth: {oauth2: {token_url: "http://a/t", client_id: a, client_secret: b}, session: {path: /l, extract: {t: x}}}`)), []want{
 			{"sources[0].auth", "at most one of oauth2 and session"}}},
+		{"token_url scheme in capitals", doc("", src(`auth: {oauth2: {token_url: "HTTP://a/t?tenant=x", client_id: a, client_secret: b}}`)), nil},
+		{"token_url scheme mixed case", doc("", src(`auth: {oauth2: {token_url: "hTTpS://a:8443/t", client_id: a, client_secret: b}}`)), nil},
+		{"token_url not http", doc("", src(`auth: {oauth2: {token_url: "ftp://a/t", client_id: a, client_secret: b}}`)), []want{
+			{"sources[0].auth.oauth2.token_url", "absolute http:// or https://"}}},
+		{"token_url without host", doc("", src(`auth: {oauth2: {token_url: "https:///t", client_id: a, client_secret: b}}`)), []want{
+			{"sources[0].auth.oauth2.token_url", "absolute http:// or https://"}}},
+		{"token_url with a fragment", doc("", src(`auth: {oauth2: {token_url: "https://a/t#x", client_id: a, client_secret: b}}`)), []want{
+			{"sources[0].auth.oauth2.token_url", "must not have a fragment"}}},
 		{"oauth2 incomplete", doc("", src(`auth: {oauth2: {token_url: "/token", scopes: ["a b"]}}`)), []want{
 			{"sources[0].auth.oauth2.token_url", "absolute"},
 			{"sources[0].auth.oauth2.client_id", "required"},

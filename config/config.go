@@ -178,6 +178,14 @@ type Source struct {
 	Retry            Retry          `yaml:"retry" json:"retry"`
 	Breaker          Breaker        `yaml:"breaker" json:"breaker"`
 	RateLimit        RateLimit      `yaml:"rate_limit" json:"rate_limit"`
+
+	// FromEnv lists the values that ${NAME} references put in the source's
+	// configuration, its defaults included: each variable's value, and
+	// each whole value one was part of ("Bearer ${T}" gives both T's value
+	// and "Bearer " followed by it). Any of them may be a secret: they are
+	// never marshalled, and `sources check` masks them wherever they
+	// appear. Parse sets it.
+	FromEnv []string `yaml:"-" json:"-"`
 }
 
 // Operation is how a source answers one operation.

@@ -154,6 +154,11 @@ func TestRoundTrip(t *testing.T) {
 			t.Errorf("sources[%d].Location: got %s, want %s", i, got, want)
 		}
 		first.Sources[i].Location, second.Sources[i].Location = nil, nil
+		// Which values came from the environment is not written out.
+		if len(first.Sources[i].FromEnv) == 0 {
+			t.Errorf("sources[%d].FromEnv is empty; the example takes secrets from the environment", i)
+		}
+		first.Sources[i].FromEnv = nil
 	}
 	if !reflect.DeepEqual(first, second) {
 		t.Errorf("round trip changed the config:\nfirst:  %+v\nsecond: %+v\nyaml:\n%s", first, second, out)

@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -38,6 +39,9 @@ type decoder struct {
 	failed     map[string]bool
 	steps      int
 	tooComplex bool
+	// defaultsEnv and sourceEnv collect the values ${NAME} put under
+	// defaults and in the source being decoded (Source.FromEnv).
+	defaultsEnv, sourceEnv []string
 }
 
 func newDecoder(file string, getenv func(string) string) *decoder {
@@ -422,15 +426,13 @@ func oneOrMany(t reflect.Type) bool {
 	return t == reflect.TypeFor[mapping.List]() || t == reflect.TypeFor[mapping.Items]()
 }
 
-// shortField is the index of the field of struct type t tagged "short":
-// the one that a value written alone, instead of a mapping, sets.
+// shortField is the index of the field of struct type t tagged
+// config:"short": the one that a value written alone, instead of a
+// mapping, sets.
 func shortField(t reflect.Type) (int, bool) {
 	for i := range t.NumField() {
-		_, opts, _ := strings.Cut(t.Field(i).Tag.Get("yaml"), ",")
-		for o := range strings.SplitSeq(opts, ",") {
-			if o == "short" {
-				return i, true
-			}
+		if t.Field(i).Tag.Get("config") == "short" {
+			return i, true
 		}
 	}
 	return 0, false
@@ -468,7 +470,12 @@ func (d *decoder) scalar(n *yaml.Node, path, want string) (s string, fromEnv, ok
 		d.fail(n.Line, path, "want "+want+", got "+kindName(n))
 		return "", false, false
 	}
-	s, fromEnv, unset, err := expand(n.Value, d.getenv)
+	var vars []string
+	s, fromEnv, unset, err := expand(n.Value, func(name string) string {
+		v := d.getenv(name)
+		vars = append(vars, v)
+		return v
+	})
 	if err != nil {
 		d.fail(n.Line, path, err.Error())
 		return "", false, false
@@ -477,7 +484,30 @@ func (d *decoder) scalar(n *yaml.Node, path, want string) (s string, fromEnv, ok
 		d.fail(n.Line, path, unsetSecret(unset))
 		return "", false, false
 	}
+	if fromEnv {
+		d.noteEnv(path, append(vars, s))
+	}
 	return s, fromEnv, true
+}
+
+// noteEnv records values that ${NAME} references put at path (each
+// variable's, and the whole scalar's) for the sources they reach: one
+// source's, or every source's when they are under defaults.
+func (d *decoder) noteEnv(path string, values []string) {
+	var to *[]string
+	switch {
+	case path == "defaults" || strings.HasPrefix(path, "defaults.") || strings.HasPrefix(path, "defaults["):
+		to = &d.defaultsEnv
+	case strings.HasPrefix(path, "sources["):
+		to = &d.sourceEnv
+	default:
+		return
+	}
+	for _, v := range values {
+		if v != "" && !slices.Contains(*to, v) {
+			*to = append(*to, v)
+		}
+	}
 }
 
 // got quotes a bad value for a message, unless it came from the

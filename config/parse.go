@@ -75,7 +75,13 @@ func (d *decoder) sources(n *yaml.Node, defaults Defaults) []Source {
 		p := index("sources", i)
 		d.lines[p] = e.Line
 		out[i] = inherit(defaults)
+		d.sourceEnv = nil
 		d.decode(e, reflect.ValueOf(&out[i]).Elem(), p)
+		for _, v := range slices.Concat(d.defaultsEnv, d.sourceEnv) {
+			if !slices.Contains(out[i].FromEnv, v) {
+				out[i].FromEnv = append(out[i].FromEnv, v)
+			}
+		}
 	}
 	return out
 }

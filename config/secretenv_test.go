@@ -1,9 +1,13 @@
 package config
 
 import (
+	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"go.yaml.in/yaml/v3"
 )
 
 // A ${NAME} without value or default inside a secret is an error naming
@@ -158,5 +162,69 @@ func TestShutdownSettings(t *testing.T) {
 	errs = parseErrors(t, "server: {shutdown_delay: soon}\n"+minimal, nil)
 	if len(errs) != 1 || errs[0].Key != "server.shutdown_delay" {
 		t.Errorf("got %v, want one error on server.shutdown_delay", errs)
+	}
+}
+
+// Source.FromEnv holds every value ${NAME} put in a source's
+// configuration, wherever it is (query parameters, bodies, paths, auth,
+// defaults), each variable's value and the whole value it is part of; a
+// default written in the file after :- only as part of the whole.
+func TestFromEnv(t *testing.T) {
+	t.Parallel()
+	const data = `
+defaults: {currency: "${CUR}"}
+sources:
+  - id: a
+    jurisdiction: A
+    base_url: http://127.0.0.1:9101
+    headers: {X-Key: "k=${KEY}"}
+    operations:
+      by_domain:
+        method: POST
+        path: "/actas/${SEG}?d={domain}"
+        query: {api_key: "${QKEY}", plain: x}
+        body: {json: {user: "${USER:-anon}", n: 1}}
+    auth: {oauth2: {token_url: "http://127.0.0.1:9101/t", client_id: "${ID}", client_secret: "${SECRET}"}}
+    response: {fields: {id: /nro}}
+  - id: b
+    jurisdiction: B
+    base_url: http://127.0.0.1:9102
+    operations: {by_domain: {path: "/actas?d={domain}"}}
+    response: {fields: {id: /nro}}
+`
+	c := mustParse(t, data, env(map[string]string{
+		"CUR": "ARS", "KEY": "k3y-Zq8vT2", "SEG": "seg-Xy7Rw4", "QKEY": "qk-Lm3Np9", "ID": "id-Pq3Hs5", "SECRET": "s3cr3t-Jk8Fd2"}))
+	tests := []struct {
+		source    int
+		want, not []string
+	}{
+		{0, []string{"ARS", "k3y-Zq8vT2", "k=k3y-Zq8vT2", "seg-Xy7Rw4", "/actas/seg-Xy7Rw4?d={domain}", "qk-Lm3Np9", "anon", "id-Pq3Hs5", "s3cr3t-Jk8Fd2"},
+			[]string{"x", "", "http://127.0.0.1:9101"}},
+		{1, []string{"ARS"}, []string{"k3y-Zq8vT2", "qk-Lm3Np9"}},
+	}
+	for _, tt := range tests {
+		got := c.Sources[tt.source].FromEnv
+		for _, w := range tt.want {
+			if !slices.Contains(got, w) {
+				t.Errorf("sources[%d].FromEnv = %q, want %q among them", tt.source, got, w)
+			}
+		}
+		for _, w := range tt.not {
+			if slices.Contains(got, w) {
+				t.Errorf("sources[%d].FromEnv = %q, want no %q", tt.source, got, w)
+			}
+		}
+	}
+	// The list itself is never marshalled.
+	b, err := json.Marshal(Source{FromEnv: []string{"only-here"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	y, err := yaml.Marshal(Source{FromEnv: []string{"only-here"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(b)+string(y), "only-here") {
+		t.Errorf("a source marshals FromEnv: %s\n%s", b, y)
 	}
 }

@@ -301,13 +301,24 @@ func validateSource(errs *Errors, p string, s Source) {
 	}
 	if s.BaseURL == "" {
 		errs.add(child(p, "base_url"), "required")
-	} else if u, err := url.Parse(s.BaseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+	} else if u, ok := absoluteHTTP(s.BaseURL); !ok {
 		errs.add(child(p, "base_url"), "want an absolute http:// or https:// URL")
 	} else if u.RawQuery != "" || u.ForceQuery || u.Fragment != "" {
 		errs.add(child(p, "base_url"), "must not have a query or fragment (write them in the operation paths)")
 	}
 	validateAdapter(errs, p, s)
 	validateResponse(errs, child(p, "response"), s.Response, s.Operations)
+}
+
+// absoluteHTTP parses raw as base_url and token_url must be: an absolute
+// http or https URL with a host, its scheme in any case (url.Parse lowers
+// it, as RFC 3986 allows).
+func absoluteHTTP(raw string) (*url.URL, bool) {
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, false
+	}
+	return u, true
 }
 
 // validID reports whether id matches ^[a-z0-9][a-z0-9_-]*$.

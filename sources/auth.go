@@ -2,6 +2,7 @@ package sources
 
 import (
 	"errors"
+	"fmt"
 	"maps"
 	"net/url"
 	"slices"
@@ -65,17 +66,33 @@ func (s *Source) compileAuth() error {
 		return errors.New("auth: at most one of oauth2 and session")
 	}
 	if o := a.OAuth2; o != nil {
-		u, err := url.Parse(o.TokenURL)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return errors.New("auth.oauth2.token_url: must be an absolute http or https URL")
+		u, err := parseTokenURL(o.TokenURL)
+		if err != nil {
+			return fmt.Errorf("auth.oauth2.token_url: %w", err)
 		}
 		if o.ClientID == "" {
 			return errors.New("auth.oauth2.client_id: required")
 		}
-		s.tokens = newTokens(o, s.client, s.now)
+		s.tokens = newTokens(o, u, s.client, s.now)
 	}
 	if a.Session != nil {
 		return s.compileSession()
 	}
 	return nil
+}
+
+// parseTokenURL checks a token_url as base_url is checked: an absolute
+// http or https URL (the scheme in any case: url.Parse lowers it, and the
+// token endpoint's origin is compared in lower case), with a host; and, as
+// RFC 6749 section 3.2 says of the endpoint, without a fragment (a query
+// is kept).
+func parseTokenURL(raw string) (*url.URL, error) {
+	u, err := url.Parse(raw)
+	switch {
+	case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
+		return nil, errors.New("must be an absolute http or https URL")
+	case u.Fragment != "":
+		return nil, errors.New("must not have a fragment")
+	}
+	return u, nil
 }

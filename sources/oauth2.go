@@ -28,7 +28,7 @@ var ErrTokenRefused = errors.New("the token endpoint refused the client credenti
 // shortly before it expires.
 type tokens struct {
 	cfg    clientcredentials.Config
-	client *http.Client // the source's
+	client *http.Client // the token endpoint's: see tokenClient
 	named  *urlTemplate // POST and the token_url's path
 	now    func() time.Time
 	fetch  chan struct{} // a one-slot semaphore: the fetcher holds it
@@ -38,17 +38,62 @@ type tokens struct {
 	renewAt time.Time // zero: no expiry given
 }
 
-func newTokens(o *OAuth2, client *http.Client, now func() time.Time) *tokens {
+// newTokens prepares the token of o, whose token_url parsed as endpoint;
+// client is the source's.
+func newTokens(o *OAuth2, endpoint *url.URL, client *http.Client, now func() time.Time) *tokens {
 	return &tokens{
 		cfg: clientcredentials.Config{
 			ClientID: o.ClientID, ClientSecret: o.ClientSecret, TokenURL: o.TokenURL,
 			Scopes: o.Scopes, AuthStyle: oauth2.AuthStyleInHeader,
 		},
-		client: client,
+		client: tokenClient(endpoint, client),
 		named:  newURLTemplate(http.MethodPost, urlPath(o.TokenURL)),
 		now:    now,
 		fetch:  make(chan struct{}, 1),
 	}
+}
+
+// tokenClient is the client of a token endpoint: the source's transport
+// (its TLS settings, its pooled connections), no cookie jar, and redirects
+// followed only within the endpoint's own origin, at most MaxRedirects
+// (SPEC 9: client credentials go only to the token endpoint's origin).
+// The source's client would follow them within the portal's origin
+// instead: a token endpoint answering 307 to the portal would have sent it
+// the credentials (net/http keeps Authorization for the same host name on
+// another port, and re-sends the body on a 307 or 308), and a redirect
+// within the endpoint's own origin would have been refused.
+//
+// golang.org/x/oauth2 sends the credentials as Basic authentication on a
+// POST with a re-readable body, so whatever the client follows is sent
+// them again: the CheckRedirect is what keeps them home, and the
+// transport refuses any other origin as a second lock.
+func tokenClient(endpoint *url.URL, source *http.Client) *http.Client {
+	return &http.Client{
+		Transport:     &originOnly{origin: endpoint, next: source.Transport},
+		CheckRedirect: checkRedirect(endpoint),
+		Timeout:       source.Timeout,
+	}
+}
+
+// originOnly carries requests to one origin only; any other is refused
+// unsent, as a redirect not followed.
+type originOnly struct {
+	origin *url.URL
+	next   http.RoundTripper // nil is http.DefaultTransport
+}
+
+func (o *originOnly) RoundTrip(req *http.Request) (*http.Response, error) {
+	if !sameOrigin(o.origin, req.URL) {
+		if req.Body != nil {
+			req.Body.Close()
+		}
+		return nil, errForeignRedirect
+	}
+	next := o.next
+	if next == nil {
+		next = http.DefaultTransport
+	}
+	return next.RoundTrip(req)
 }
 
 // current is the token held, if still good.
@@ -77,9 +122,15 @@ func (t *tokens) get(ctx context.Context) (string, error) {
 	if tok := t.current(); tok != "" {
 		return tok, nil // fetched while we waited
 	}
-	tok, err := t.cfg.Token(context.WithValue(withURLTemplate(ctx, t.named), oauth2.HTTPClient, t.client))
+	learnSecrets(ctx, t.cfg.ClientSecret)
+	tok, err := t.cfg.Token(context.WithValue(withAuthRequest(withURLTemplate(ctx, t.named)), oauth2.HTTPClient, t.client))
 	if err != nil {
 		return "", tokenError(ctx, err)
+	}
+	if !headerSafe(tok.AccessToken) {
+		// Never kept: the next call asks again, and no call sends it.
+		learnSecrets(ctx, tok.AccessToken)
+		return "", unbuildable(errors.New("the token endpoint's access token cannot go in a header"))
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()

@@ -30,6 +30,20 @@ type Body struct {
 	ContentType string
 }
 
+// ErrUnbuildable is the cause of a call whose request could not be made:
+// a value that cannot be sent where it lands (a token or a session value
+// holding a line break or another control character, bound for a header;
+// a dot segment bound for a path). It is wrapped in an *Error with Outcome
+// Unreadable (source-error): nothing was sent, so it says nothing of the
+// portal's capacity and the breaker never counts it (SPEC 9). Its text
+// names the placeholder, never the value.
+var ErrUnbuildable = errors.New("the request cannot be made")
+
+// unbuildable is the *Error of a request that could not be made.
+func unbuildable(err error) *Error {
+	return &Error{Outcome: aggregator.Unreadable, Err: fmt.Errorf("%w: %w", ErrUnbuildable, err)}
+}
+
 // request is a compiled OperationSpec: how one portal request is built.
 type request struct {
 	method   string

@@ -15,7 +15,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/multas/aggregator"
 	"github.com/multas/aggregator/sources/document"
 )
 
@@ -159,9 +158,9 @@ func (se *sessions) drop(gen uint64) {
 
 // visit requests the session page and extracts its values.
 func (se *sessions) visit(ctx context.Context, s *Source) (map[string]string, error) {
-	req, err := http.NewRequestWithContext(withURLTemplate(ctx, se.named), se.method, se.url, nil)
+	req, err := http.NewRequestWithContext(withAuthRequest(withURLTemplate(ctx, se.named)), se.method, se.url, nil)
 	if err != nil {
-		return nil, &Error{Outcome: aggregator.Rejected, Err: errors.New("session page: building the request")}
+		return nil, unbuildable(errors.New("session page"))
 	}
 	req.Header = se.header.Clone()
 	if se.host != "" {

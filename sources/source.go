@@ -404,7 +404,10 @@ func (s *Source) Voucher(ctx context.Context, infractionID string) (*Voucher, er
 // do sends one request of operation o, authenticated as the source's auth
 // says: a portal's 401 to an OAuth2 token drops it, and a 401, a 403 or
 // the session page again (to a lookup) ends the session; either way the
-// request is repeated once, with a fresh token or session. A failure to get an answer comes back as *Error.
+// request is repeated once, with a fresh token or session. The token and
+// the session's values go to ctx's learner (WithSecrets) before the
+// request is sent. A failure to get an answer comes back as *Error; a
+// request that cannot be made (ErrUnbuildable) is Unreadable, never sent.
 func (s *Source) do(ctx context.Context, o *operation, v *values, h http.Header) (*http.Response, error) {
 	for retried := false; ; retried = true {
 		var gen uint64
@@ -414,16 +417,20 @@ func (s *Source) do(ctx context.Context, o *operation, v *values, h http.Header)
 				return nil, err
 			}
 			v.session, gen = values, g
+			for _, name := range s.sessions.names {
+				learnSecrets(ctx, values[name])
+			}
 		}
 		req, err := o.build(ctx, v, h, s.host)
 		if err != nil {
-			return nil, &Error{Outcome: aggregator.Rejected, Err: fmt.Errorf("building the request: %w", err)}
+			return nil, unbuildable(err)
 		}
 		var token string
 		if s.tokens != nil {
 			if token, err = s.tokens.get(ctx); err != nil {
 				return nil, err
 			}
+			learnSecrets(ctx, token)
 			req.Header.Set("Authorization", "Bearer "+token)
 		}
 		resp, err := s.client.Do(req)

@@ -268,16 +268,26 @@ func escape(b *strings.Builder, s string, l landing) error {
 	case inXML:
 		writeXMLText(b, s)
 	case inHeader:
-		for i := 0; i < len(s); i++ {
-			if c := s[i]; c < 0x20 && c != '\t' || c == 0x7f {
-				return errControl
-			}
+		if !headerSafe(s) {
+			return errControl
 		}
 		b.WriteString(s)
 	default:
 		b.WriteString(s)
 	}
 	return nil
+}
+
+// headerSafe reports whether s can be sent in a header value: it holds no
+// control character but the tab (no CR, LF or NUL to end the header or
+// start another).
+func headerSafe(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 && c != '\t' || c == 0x7f {
+			return false
+		}
+	}
+	return true
 }
 
 // writeJSONString writes s as the inside of a JSON string.

@@ -2,13 +2,16 @@ package main
 
 import (
 	"bytes"
-	"cmp"
 	"context"
+	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
+	"html"
 	"io"
 	"maps"
+	"mime"
 	"net/http"
 	"net/url"
 	"slices"
@@ -16,6 +19,7 @@ import (
 	"sync"
 	"time"
 	"unicode"
+	"unicode/utf8"
 
 	"golang.org/x/net/html/charset"
 
@@ -137,7 +141,7 @@ func sourcesCheck(ctx context.Context, args []string, getenv func(string) string
 	}
 	switch {
 	case fs.NArg() > 0:
-		return usageErr("unexpected arguments: %s", strings.Join(fs.Args(), " "))
+		return usageErr("unexpected arguments: %s", safeText(strings.Join(fs.Args(), " ")))
 	case f.config == "":
 		return usageErr("-config FILE is required")
 	case n != 1:
@@ -164,7 +168,7 @@ func sourcesCheck(ctx context.Context, args []string, getenv func(string) string
 
 	cfg, err := config.Load(f.config, getenv)
 	if err != nil {
-		return reportConfig(stderr, err)
+		return reportConfig(safeWriter{stderr}, err)
 	}
 	selected, err := selectSources(cfg.Sources, f.sources)
 	if err != nil {
@@ -175,12 +179,19 @@ func sourcesCheck(ctx context.Context, args []string, getenv func(string) string
 		if i > 0 {
 			fmt.Fprintln(stdout)
 		}
-		switch checkSource(ctx, stdout, sc, op, q, f.infraction) {
+		// What a source's check prints is held until the call is over,
+		// when every secret it used is known, and is then written masked
+		// and escaped whole: nothing is printed that the masker did not
+		// see, whatever printed it.
+		m := newMasker(sc)
+		var out strings.Builder
+		switch checkSource(sources.WithSecrets(ctx, m.learn), &out, m, sc, op, q, f.infraction) {
 		case checkFailed:
 			failed++
 		case checkWarned:
 			warned++
 		}
+		io.WriteString(stdout, safeLines(m.mask(out.String())))
 	}
 	fmt.Fprintf(stdout, "\n%d of %d source(s) answered and mapped", len(selected)-failed, len(selected))
 	if warned > 0 {
@@ -222,9 +233,9 @@ func selectSources(all []config.Source, ids []string) ([]config.Source, error) {
 	return out, nil
 }
 
-// checkSource calls one source and prints what it saw.
-func checkSource(ctx context.Context, w io.Writer, sc config.Source, op aggregator.Operation, q aggregator.Query, infractionID string) checkResult {
-	fmt.Fprintf(w, "== %s (%s): %s\n", safeText(sc.ID), safeText(sc.Jurisdiction), op)
+// checkSource calls one source and prints what it saw, masked by m.
+func checkSource(ctx context.Context, w io.Writer, m *masker, sc config.Source, op aggregator.Operation, q aggregator.Query, infractionID string) checkResult {
+	fmt.Fprintf(w, "== %s (%s): %s\n", sc.ID, sc.Jurisdiction, op)
 	if sc.Type != config.HTTPType {
 		fmt.Fprintf(w, "FAILED: type %q is a Go adapter; only type http sources can be checked\n", sc.Type)
 		return checkFailed
@@ -252,7 +263,6 @@ func checkSource(ctx context.Context, w io.Writer, sc config.Source, op aggregat
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	m := newMasker(sc)
 
 	if op == aggregator.Voucher {
 		v, err := src.Voucher(ctx, infractionID)
@@ -277,7 +287,7 @@ func checkSource(ctx context.Context, w io.Writer, sc config.Source, op aggregat
 	rep := report{w: w, m: m}
 	var items []mapping.InspectedItem
 	for i, e := range exs {
-		if e.err != nil || m.authExchange(i, len(exs), e) {
+		if e.err != nil || e.auth {
 			continue
 		}
 		ins, err := src.Inspect(ctx, e.status, e.body, e.header.Get("Content-Type"), q)
@@ -425,6 +435,9 @@ func describe(err error) string {
 
 // exchange is one request sent and what came back.
 type exchange struct {
+	// auth: a token request or a session page (sources.IsAuthRequest),
+	// whose answer is not shown.
+	auth              bool
 	method, url, host string
 	reqHeader         http.Header
 	reqBody           []byte
@@ -445,7 +458,7 @@ type recorder struct {
 }
 
 func (r *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
-	e := &exchange{method: req.Method, url: req.URL.String(), host: req.Host, reqHeader: req.Header.Clone()}
+	e := &exchange{auth: sources.IsAuthRequest(req.Context()), method: req.Method, url: req.URL.String(), host: req.Host, reqHeader: req.Header.Clone()}
 	if req.Body != nil && req.Body != http.NoBody {
 		// Bodies come from the source's templates: small. One that is not
 		// is refused rather than sent cut short.
@@ -505,17 +518,27 @@ func (c *capture) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// masker hides the secrets of one source in what is printed.
+// minSecret is the length under which a value is not hidden by value: it
+// would hide everything and protect nothing.
+const minSecret = 3
+
+// masker hides one source's secrets in what its check prints (SPEC 9).
+// It knows them by name (headers and parameters that carry credentials)
+// and by value: the source's configured header values, its OAuth2 client
+// credentials, every value that came from the environment, and what the
+// call turned out to use (learn: the access token, the session's values;
+// the cookies its exchanges carried). A value is hidden wherever it
+// appears (URLs, headers, bodies sent and received, errors, mapped items,
+// values a portal echoes back) in the forms a request or an echo gives
+// it: as written, percent-encoded for a path or a query, escaped for JSON,
+// XML or HTML, and as printed (control characters escaped).
 type masker struct {
-	headers  map[string]bool // canonical names whose values are hidden
-	params   map[string]bool // query and form parameters whose values are hidden
-	values   []string        // secret values, hidden wherever they appear
-	tokenURL string
-	// session, when a session page is visited first: its method and URL
-	// (without query), and whether a lookup request looks the same.
-	session, sessionURL string
-	sessionLikeLookup   bool
-	opaque              bool // request bodies carry session values: hidden whole
+	headers map[string]bool // canonical names whose values are hidden
+	params  map[string]bool // query and form parameters whose values are hidden
+	opaque  bool            // request bodies carry session values: hidden whole
+
+	mu    sync.Mutex
+	forms []string // of every secret value, longest first
 }
 
 func newMasker(sc config.Source) *masker {
@@ -526,20 +549,26 @@ func newMasker(sc config.Source) *masker {
 	secretHeaders := func(h map[string]string) {
 		for k, v := range h {
 			m.headers[http.CanonicalHeaderKey(k)] = true
-			m.values = append(m.values, v)
+			m.learn(v)
+		}
+	}
+	sessionParams := func(q map[string]string) {
+		for k, v := range q {
+			if strings.Contains(v, "{session.") {
+				m.params[k] = true
+			}
 		}
 	}
 	secretHeaders(sc.Headers)
 	for _, o := range sc.Operations {
 		secretHeaders(o.Headers)
-		for k, v := range o.Query {
-			if strings.Contains(v, "{session.") {
-				m.params[k] = true
-			}
-		}
-		for k, v := range o.Body.Form {
-			if strings.Contains(v, "{session.") {
-				m.params[k] = true
+		sessionParams(o.Query)
+		sessionParams(o.Body.Form)
+		if _, inline, ok := strings.Cut(o.Path, "?"); ok {
+			for pair := range strings.SplitSeq(inline, "&") {
+				if k, v, _ := strings.Cut(pair, "="); strings.Contains(v, "{session.") {
+					m.params[k] = true
+				}
 			}
 		}
 		if strings.Contains(o.Body.Text, "{session.") || (o.Body.JSON != nil && bytes.Contains(o.Body.JSON.Raw, []byte("{session."))) {
@@ -547,70 +576,116 @@ func newMasker(sc config.Source) *masker {
 		}
 	}
 	if o := sc.Auth.OAuth2; o != nil {
-		m.tokenURL = o.TokenURL
-		m.values = append(m.values, o.ClientSecret)
+		m.learn(o.ClientSecret)
+		m.learn(o.ClientID)
+		// As golang.org/x/oauth2 sends them (RFC 6749 section 2.3.1).
+		m.learn(base64.StdEncoding.EncodeToString([]byte(url.QueryEscape(o.ClientID) + ":" + url.QueryEscape(o.ClientSecret))))
 	}
-	if ss := sc.Auth.Session; ss != nil {
-		m.session = cmp.Or(strings.ToUpper(ss.Method), http.MethodGet)
-		m.sessionURL = strings.TrimSuffix(sc.BaseURL, "/") + ss.Path
-		for _, o := range sc.Operations {
-			if cmp.Or(strings.ToUpper(o.Method), http.MethodGet) == m.session && o.Path == ss.Path {
-				m.sessionLikeLookup = true
-			}
-		}
+	for _, v := range sc.FromEnv {
+		m.learn(v)
 	}
-	// Longest first, so that a value holding another is hidden whole.
-	m.values = slices.DeleteFunc(m.values, func(v string) bool { return len(strings.TrimSpace(v)) < 3 })
-	slices.SortFunc(m.values, func(a, b string) int { return len(b) - len(a) })
 	return m
 }
 
-// authExchange reports whether exchange i is a token request or a session
-// page: not an answer to map, and its body is not shown.
-func (m *masker) authExchange(i, n int, e exchange) bool {
-	if m.tokenURL != "" && strings.HasPrefix(e.url, m.tokenURL) {
-		return true
+// learn makes v a secret, hidden from then on in every form it may take.
+// It is the learner of sources.WithSecrets.
+func (m *masker) learn(v string) {
+	if len(strings.TrimSpace(v)) < minSecret {
+		return
 	}
-	if m.session == "" || e.method != m.session {
-		return false
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, f := range secretForms(v) {
+		if len(f) >= minSecret && !slices.Contains(m.forms, f) {
+			m.forms = append(m.forms, f)
+		}
 	}
-	u, _, _ := strings.Cut(e.url, "?")
-	if u != m.sessionURL {
-		return false
+	// Longest first, so that a value holding another is hidden whole.
+	slices.SortStableFunc(m.forms, func(a, b string) int { return len(b) - len(a) })
+}
+
+// xmlEscaper escapes as sources writes XML text.
+var xmlEscaper = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", `"`, "&quot;", "'", "&apos;")
+
+// secretForms are the ways v may be written in what is printed: as it
+// is, or as a URL path or query carries it, and each of those as it is,
+// percent-encoded again, escaped for JSON (with and without <, >, &),
+// HTML or XML, or escaped for a terminal; what a request sends, and what
+// a portal that echoes a request back may make of it.
+func secretForms(v string) []string {
+	var forms []string
+	for _, b := range []string{v, url.QueryEscape(v), url.PathEscape(v)} {
+		quoted, _ := json.Marshal(b)
+		var plain bytes.Buffer
+		enc := json.NewEncoder(&plain)
+		enc.SetEscapeHTML(false)
+		enc.Encode(b)
+		forms = append(forms, b, url.QueryEscape(b), url.PathEscape(b),
+			string(quoted[1:len(quoted)-1]), strings.TrimSuffix(strings.TrimPrefix(plain.String(), `"`), "\"\n"),
+			html.EscapeString(b), xmlEscaper.Replace(b), safeText(b))
 	}
-	// A session page that a lookup request resembles is the first request
-	// of a call that made more.
-	return !m.sessionLikeLookup || i == 0 && n > 1
+	return forms
+}
+
+// learnCookies makes secrets of the cookies the exchanges carried.
+func (m *masker) learnCookies(exs []exchange) {
+	for _, e := range exs {
+		for _, line := range e.reqHeader.Values("Cookie") {
+			if cs, err := http.ParseCookie(line); err == nil {
+				for _, c := range cs {
+					m.learn(c.Value)
+				}
+			}
+		}
+		for _, line := range e.header.Values("Set-Cookie") {
+			if c, err := http.ParseSetCookie(line); err == nil {
+				m.learn(c.Value)
+			}
+		}
+	}
 }
 
 // mask hides every known secret value in s.
 func (m *masker) mask(s string) string {
-	for _, v := range m.values {
-		s = strings.ReplaceAll(s, v, "***")
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, f := range m.forms {
+		s = strings.ReplaceAll(s, f, "***")
 	}
 	return s
 }
 
-// maskURL hides the secret parameters of a URL.
+// maskURL hides the user information and the secret parameters of a URL,
+// and every secret value in it.
 func (m *masker) maskURL(raw string) string {
 	u, err := url.Parse(raw)
 	if err != nil {
 		return "***"
 	}
 	u.User = nil
-	if u.RawQuery != "" {
-		q := u.Query()
-		for k := range q {
-			if m.params[k] {
-				q[k] = []string{"***"}
-			}
-		}
-		u.RawQuery = strings.ReplaceAll(q.Encode(), "%2A%2A%2A", "***")
-	}
+	u.RawQuery = m.maskPairs(u.RawQuery, false)
 	return m.mask(u.String())
 }
 
-// maskHeader hides the values of secret headers.
+// maskPairs hides the values of the secret parameters (all of them when
+// all is set) of an application/x-www-form-urlencoded text, keeping the
+// rest as written.
+func (m *masker) maskPairs(raw string, all bool) string {
+	if raw == "" {
+		return ""
+	}
+	pairs := strings.Split(raw, "&")
+	for i, p := range pairs {
+		k, _, hasValue := strings.Cut(p, "=")
+		name, err := url.QueryUnescape(k)
+		if hasValue && (all || err != nil || m.params[name]) {
+			pairs[i] = k + "=***"
+		}
+	}
+	return strings.Join(pairs, "&")
+}
+
+// maskHeader hides the values of secret headers, and every secret value.
 func (m *masker) maskHeader(name, value string) string {
 	if m.headers[http.CanonicalHeaderKey(name)] {
 		return "***"
@@ -618,67 +693,69 @@ func (m *masker) maskHeader(name, value string) string {
 	return m.mask(value)
 }
 
-// maskRequestBody hides the secrets of a request body.
+// maskRequestBody hides the secrets of a request body; auth says it is a
+// token request's or a session page's, all of whose values are hidden.
 func (m *masker) maskRequestBody(h http.Header, b []byte, auth bool) string {
 	if len(b) == 0 {
 		return ""
 	}
-	ct := strings.ToLower(h.Get("Content-Type"))
-	if strings.HasPrefix(ct, "application/x-www-form-urlencoded") {
-		if form, err := url.ParseQuery(string(b)); err == nil {
-			for k := range form {
-				if m.params[k] || auth {
-					form[k] = []string{"***"}
-				}
-			}
-			return m.mask(strings.ReplaceAll(form.Encode(), "%2A%2A%2A", "***"))
-		}
+	if mt, _, _ := mime.ParseMediaType(h.Get("Content-Type")); mt == "application/x-www-form-urlencoded" {
+		return m.mask(m.maskPairs(string(b), auth))
 	}
 	if m.opaque || auth {
 		return "*** (not shown: it holds secrets)"
 	}
-	return m.mask(safeText(string(b)))
+	return m.mask(string(b))
 }
 
 // printExchanges writes every request and answer; showBody says whether
-// answers' bodies are shown (not a voucher's).
+// answers' bodies are shown (not a voucher's). Token requests' and
+// session pages' answers are never shown.
 func printExchanges(w io.Writer, m *masker, exs []exchange, showBody bool) {
-	for i, e := range exs {
-		auth := m.authExchange(i, len(exs), e)
-		fmt.Fprintf(w, "> %s %s\n", e.method, m.maskURL(e.url))
+	m.learnCookies(exs)
+	for _, e := range exs {
+		fmt.Fprintf(w, "> %s %s\n", safeText(e.method), safeText(m.maskURL(e.url)))
 		if e.host != "" && !strings.Contains(e.url, "://"+e.host) {
-			fmt.Fprintf(w, "> Host: %s\n", m.mask(safeText(e.host)))
+			fmt.Fprintf(w, "> Host: %s\n", safeText(m.mask(e.host)))
 		}
 		printHeaders(w, ">", e.reqHeader, m)
-		token := m.tokenURL != "" && strings.HasPrefix(e.url, m.tokenURL)
-		if b := m.maskRequestBody(e.reqHeader, e.reqBody, token); b != "" {
+		if b := m.maskRequestBody(e.reqHeader, e.reqBody, e.auth); b != "" {
 			fmt.Fprintln(w, ">")
-			for l := range strings.SplitSeq(b, "\n") {
-				fmt.Fprintf(w, "> %s\n", l)
-			}
+			printLines(w, ">", b)
 		}
 		if e.err != nil {
-			fmt.Fprintf(w, "< no answer: %s\n", m.mask(safeText(e.err.Error())))
+			fmt.Fprintf(w, "< no answer: %s\n", safeText(m.mask(e.err.Error())))
 			continue
 		}
-		fmt.Fprintf(w, "< %s\n", safeText(e.statusText))
+		fmt.Fprintf(w, "< %s\n", safeText(m.mask(e.statusText)))
 		printHeaders(w, "<", e.header, m)
 		switch {
 		case len(e.body) == 0:
-		case auth:
+		case e.auth:
 			fmt.Fprintf(w, "<\n< *** (%d bytes, not shown: a token answer or session page holds secrets)\n", len(e.body))
 		case !showBody:
 			fmt.Fprintf(w, "<\n< (%d bytes read, not shown)\n", len(e.body))
 		default:
-			text, more := startOf(e.body, e.header.Get("Content-Type"))
-			fmt.Fprintln(w, "<")
-			for l := range strings.SplitSeq(m.mask(text), "\n") {
-				fmt.Fprintf(w, "< %s\n", l)
+			// Masked whole before it is cut, so that no secret shows in
+			// part at the cut.
+			text := m.mask(decodeText(e.body, e.header.Get("Content-Type")))
+			more := len(text) > bodyStart
+			if more {
+				text = strings.ToValidUTF8(text[:bodyStart], "")
 			}
+			fmt.Fprintln(w, "<")
+			printLines(w, "<", text)
 			if more {
 				fmt.Fprintf(w, "< … (%d bytes in all)\n", len(e.body))
 			}
 		}
+	}
+}
+
+// printLines writes text line by line after prefix, each line escaped.
+func printLines(w io.Writer, prefix, text string) {
+	for l := range strings.SplitSeq(strings.ReplaceAll(text, "\r\n", "\n"), "\n") {
+		fmt.Fprintf(w, "%s %s\n", prefix, safeText(l))
 	}
 }
 
@@ -690,31 +767,79 @@ func printHeaders(w io.Writer, prefix string, h http.Header, m *masker) {
 	}
 }
 
-// startOf is the first bodyStart bytes of body decoded as text (from the
-// charset the Content-Type or the document declares), and whether there
-// is more.
-func startOf(body []byte, contentType string) (string, bool) {
-	more := len(body) > bodyStart
-	b := body[:min(len(body), bodyStart)]
-	if r, err := charset.NewReader(bytes.NewReader(b), contentType); err == nil {
+// decodeText is body decoded as text, from the charset the Content-Type or
+// the document declares (as it is when that fails).
+func decodeText(body []byte, contentType string) string {
+	if r, err := charset.NewReader(bytes.NewReader(body), contentType); err == nil {
 		if d, err := io.ReadAll(r); err == nil {
-			b = d
+			return string(d)
 		}
 	}
-	return safeText(string(b)), more
+	return string(body)
 }
 
-// safeText makes s safe for a terminal: invalid UTF-8 and control
-// characters (escape sequences a hostile portal could send) are shown
-// escaped; line breaks and tabs are kept.
-func safeText(s string) string {
-	s = strings.ToValidUTF8(s, "\uFFFD")
-	return strings.Map(func(r rune) rune {
-		if r == '\n' || r == '\t' || !unicode.IsControl(r) {
-			return r
+// safeText is s for one line of a terminal: every character a terminal
+// could act on is shown escaped (escapeText), line breaks included.
+func safeText(s string) string { return escapeText(s, false) }
+
+// safeLines is s for a terminal, its line breaks kept (a CR before one
+// dropped) and every other character a terminal could act on escaped.
+func safeLines(s string) string { return escapeText(s, true) }
+
+// escapeText shows escaped, as \t, \r, \n, \u202e or \U000e0001, the
+// characters a terminal could act on or that change how text reads:
+// control characters (Unicode Cc: ESC, BEL, NUL, DEL, the C1 controls),
+// format characters (Cf: the bidirectional embeddings, overrides and
+// isolates U+202A–202E and U+2066–2069, the marks U+200E, U+200F, U+061C,
+// the zero-width characters U+200B–200D, U+2060, U+FEFF, the tags) and the
+// line and paragraph separators; bytes that are not UTF-8 as \xNN. With
+// keepNewlines, \n is kept and a CR before it dropped.
+func escapeText(s string, keepNewlines bool) string {
+	clean := true
+	for i := 0; i < len(s) && clean; i++ {
+		c := s[i]
+		clean = c >= 0x20 && c < 0x7f || c == '\n' && keepNewlines
+	}
+	if clean {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s) + 16)
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && n == 1:
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+		case keepNewlines && r == '\n':
+			b.WriteByte('\n')
+		case keepNewlines && r == '\r' && strings.HasPrefix(s[i+1:], "\n"):
+		case r == '\n':
+			b.WriteString(`\n`)
+		case r == '\r':
+			b.WriteString(`\r`)
+		case r == '\t':
+			b.WriteString(`\t`)
+		case r > 0xffff && unicode.In(r, unicode.Cc, unicode.Cf):
+			fmt.Fprintf(&b, `\U%08x`, r)
+		case unicode.In(r, unicode.Cc, unicode.Cf, unicode.Zl, unicode.Zp):
+			fmt.Fprintf(&b, `\u%04x`, r)
+		default:
+			b.WriteString(s[i : i+n])
 		}
-		return '\uFFFD'
-	}, strings.ReplaceAll(s, "\r\n", "\n"))
+		i += n
+	}
+	return b.String()
+}
+
+// safeWriter writes to w what it is given, escaped as safeLines does.
+// Each Write must hold whole UTF-8 sequences, as fmt's do.
+type safeWriter struct{ w io.Writer }
+
+func (s safeWriter) Write(p []byte) (int, error) {
+	if _, err := io.WriteString(s.w, safeLines(string(p))); err != nil {
+		return 0, err
+	}
+	return len(p), nil
 }
 
 // quoteText is v for an item line: "-" when empty, quoted when it holds

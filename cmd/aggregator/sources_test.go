@@ -245,9 +245,9 @@ func TestSourcesCheckMasksAuth(t *testing.T) {
 	}
 	form := http.Header{"Content-Type": {"application/x-www-form-urlencoded"}}
 	exs := []exchange{
-		{method: "GET", url: "https://portal.example/consulta", status: 200, statusText: "200 OK",
+		{auth: true, method: "GET", url: "https://portal.example/consulta", status: 200, statusText: "200 OK",
 			header: http.Header{"Set-Cookie": {"ASP.NET_SessionId=c00k13"}}, body: []byte(`<input name="t" value="s3ss10n">`)},
-		{method: "POST", url: "https://portal.example/oauth/token", reqHeader: form,
+		{auth: true, method: "POST", url: "https://portal.example/oauth/token", reqHeader: form,
 			reqBody: []byte("grant_type=client_credentials&client_secret=cl13nt-s3cr3t"),
 			status:  200, statusText: "200 OK", body: []byte(`{"access_token":"t0k3n"}`)},
 		{method: "POST", url: "https://portal.example/consulta?t=s3ss10n", reqHeader: http.Header{

@@ -9,9 +9,10 @@ import (
 
 // Response says how a portal's answers are read (SPEC 8 Responses, SPEC
 // 12). It is the `response` block of a source's configuration, as
-// written: package config decodes it from YAML (a key tagged "short"
-// takes the whole value when it is written as a single value instead of
-// a mapping, and a List or Items written as one value is a list of one),
+// written: package config decodes it from YAML (a field tagged
+// config:"short" takes the whole value when it is written as a single
+// value instead of a mapping, and a List or Items written as one value is
+// a list of one),
 // and Compile checks and compiles it.
 type Response struct {
 	// Format is the syntax of the answers as received: json (the
@@ -64,7 +65,7 @@ const DefaultMaxItems = 1000
 // Unwrap is one step of `unwrap`: the text that Select finds is a
 // document of Format (default: the format it is found in).
 type Unwrap struct {
-	Select string `yaml:"select,short" json:"select"`
+	Select string `yaml:"select" json:"select" config:"short"`
 	Format string `yaml:"format,omitempty" json:"format,omitempty"`
 }
 
@@ -74,7 +75,7 @@ type Items []ItemSource
 // ItemSource is one entry of `items`.
 type ItemSource struct {
 	// Select selects the item elements or values.
-	Select string `yaml:"select,short" json:"select"`
+	Select string `yaml:"select" json:"select" config:"short"`
 	// Format, when set, parses each match's text as a document of its
 	// own, in which this entry's fields select.
 	Format string `yaml:"format,omitempty" json:"format,omitempty"`
@@ -90,7 +91,7 @@ type List []string
 // whole value), or an object.
 type Field struct {
 	// Select lists selectors, whose values are joined (see Join).
-	Select List `yaml:"select,short" json:"select,omitempty"`
+	Select List `yaml:"select" json:"select,omitempty" config:"short"`
 	// Column names the header text of an html table's column, or
 	// alternatives of it.
 	Column List `yaml:"column,omitempty" json:"column,omitempty"`
@@ -132,7 +133,7 @@ type Rule struct {
 // comparison of what it selects (at most one of Equals, Contains and
 // Matches).
 type When struct {
-	Select   string  `yaml:"select,short" json:"select"`
+	Select   string  `yaml:"select" json:"select" config:"short"`
 	Equals   *Scalar `yaml:"equals,omitempty" json:"equals,omitempty"`
 	Contains *string `yaml:"contains,omitempty" json:"contains,omitempty"`
 	Matches  *string `yaml:"matches,omitempty" json:"matches,omitempty"`
