@@ -56,9 +56,9 @@ const (
 type slot uint8
 
 const (
-	sYear slot = iota // yyyy
-	sYear2            // yy
-	sMonth            // M, MM, MMM, MMMM
+	sYear  slot = iota // yyyy
+	sYear2             // yy
+	sMonth             // M, MM, MMM, MMMM
 	sDay
 	sHour   // H, HH
 	sHour12 // h, hh
@@ -167,6 +167,11 @@ func compile(p string) (pattern, string) {
 			t, group, reason := field(ch, n, p)
 			if reason != "" {
 				return c, reason
+			}
+			before, _ := utf8.DecodeLastRuneInString(p[:i])
+			after, _ := utf8.DecodeRuneInString(p[i+n:])
+			if before >= utf8.RuneSelf && unicode.IsLetter(before) || after >= utf8.RuneSelf && unicode.IsLetter(after) {
+				return c, fmt.Sprintf("the field %s touches a letter of the text around it: quote literal text ('às')", t.text)
 			}
 			if seen[group] {
 				return c, fmt.Sprintf("two fields for the %s (the second is %s)", groupNames[group], t.text)
@@ -339,8 +344,8 @@ type patternBuilder struct {
 	text []byte // the same literal as written
 }
 
-// quoted reads a quoted literal at the start of p ("'às'", "''", "'o''clock'")
-// and returns its length in bytes.
+// quoted reads a quoted literal at the start of p ('às', or a doubled
+// quote for a quote, inside quotes too) and returns its length in bytes.
 func (b *patternBuilder) quoted(p string) (int, bool) {
 	if strings.HasPrefix(p, "''") {
 		b.literal('\'', "''")
@@ -510,6 +515,9 @@ func (f failure) describe(p *pattern, s string) string {
 	at := utf8.RuneCountInString(s[:f.pos]) + 1
 	switch f.why {
 	case whyToken:
+		if f.pos == len(s) {
+			return fmt.Sprintf("expects %s at character %d, past the end", p.toks[f.tok].text, at)
+		}
 		return fmt.Sprintf("expects %s at character %d", p.toks[f.tok].text, at)
 	case whyTrailing:
 		return fmt.Sprintf("ends before character %d (of %d)", at, utf8.RuneCountInString(s))

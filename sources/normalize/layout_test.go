@@ -283,6 +283,9 @@ func TestCompileLayoutsErrors(t *testing.T) {
 		{"epoch_s dd", "whole patterns"},
 		{"EPOCH_S", "pattern letter E"},
 		{"dd/MM/yyyy\xff", "UTF-8"},
+		{"dd/MM/yyyy às HH:mm", "the field s touches a letter"},
+		{"dd/MM/yyyy HH:mmhs", "two fields for the hour (the second is h)"},
+		{"dd/MM/yyyy HH:mmñ", "the field mm touches a letter"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.pattern, func(t *testing.T) {
