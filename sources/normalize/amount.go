@@ -156,8 +156,10 @@ func isCurrencyMark(r rune) bool {
 
 // cutExponent splits s at its first 'e' or 'E'.
 func cutExponent(s string) (mant, exp string, ok bool) {
-	if i := strings.IndexAny(s, "eE"); i >= 0 {
-		return s[:i], s[i+1:], true
+	for i := 0; i < len(s); i++ {
+		if s[i]|0x20 == 'e' {
+			return s[:i], s[i+1:], true
+		}
 	}
 	return s, "", false
 }
@@ -228,7 +230,15 @@ func (d *decimal) plain(s string, point byte) error {
 
 // grouped reads digits with grouping and at most one decimal separator.
 func (d *decimal) grouped(s string, dec Decimal) error {
-	dot, comma := strings.Count(s, "."), strings.Count(s, ",")
+	dot, comma := 0, 0
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '.':
+			dot++
+		case ',':
+			comma++
+		}
+	}
 	var sep, group byte // the decimal separator and the thousands one, 0 for none
 	lone := false       // sep was told from the text by appearing once, alone
 	switch dec {
