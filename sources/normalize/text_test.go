@@ -37,10 +37,7 @@ func TestText(t *testing.T) {
 
 func TestSuspect(t *testing.T) {
 	t.Parallel()
-	tests := []struct {
-		in   string
-		want bool
-	}{
+	tests := []stringCase[bool]{
 		{"", false},
 		{"Exceso de velocidad", false},
 		{"Provincia de Córdoba", false},
@@ -68,35 +65,18 @@ func TestSuspect(t *testing.T) {
 		{"C\ufffdrdoba", true},
 		{"C\xf3rdoba", true}, // latin-1 bytes never decoded
 	}
-	for _, tt := range tests {
-		t.Run(tt.in, func(t *testing.T) {
-			t.Parallel()
-			if got := Suspect(tt.in); got != tt.want {
-				t.Errorf("Suspect(%q) = %v, want %v", tt.in, got, tt.want)
-			}
-		})
-	}
+	runCases(t, "Suspect", Suspect, tests)
 }
 
 func TestIsCurrency(t *testing.T) {
 	t.Parallel()
-	tests := []struct {
-		in   string
-		want bool
-	}{
+	tests := []stringCase[bool]{
 		{"ARS", true}, {"ars", true}, {"Brl", true}, {"USD", true}, {"UYU", true}, {"MXN", true}, {"EUR", true},
 		{"CLF", true}, // the ISO code of the unidad de fomento is a code: refused as units.code
 		{"UF", false}, {"UR", false}, {"UMA", false}, {"UI", false}, {"", false}, {"ARSX", false},
 		{"AR", false}, {"ÁRS", false}, {"A R", false}, {"ZZZ", false},
 	}
-	for _, tt := range tests {
-		t.Run(tt.in, func(t *testing.T) {
-			t.Parallel()
-			if got := IsCurrency(tt.in); got != tt.want {
-				t.Errorf("IsCurrency(%q) = %v, want %v", tt.in, got, tt.want)
-			}
-		})
-	}
+	runCases(t, "IsCurrency", IsCurrency, tests)
 }
 
 func TestDetail(t *testing.T) {
@@ -144,7 +124,7 @@ func TestDetail(t *testing.T) {
 
 func TestPlate(t *testing.T) {
 	t.Parallel()
-	tests := []struct{ in, want string }{
+	tests := []stringCase[string]{
 		{"AB123CD", "AB123CD"},
 		{"ab 123 cd", "AB123CD"},
 		{"AB-123-CD", "AB123CD"},
@@ -154,19 +134,12 @@ func TestPlate(t *testing.T) {
 		{"---", ""},
 		{"ñu 12", "ÑU12"},
 	}
-	for _, tt := range tests {
-		t.Run(tt.in, func(t *testing.T) {
-			t.Parallel()
-			if got := Plate(tt.in); got != tt.want {
-				t.Errorf("Plate(%q) = %q, want %q", tt.in, got, tt.want)
-			}
-		})
-	}
+	runCases(t, "Plate", Plate, tests)
 }
 
 func TestDigits(t *testing.T) {
 	t.Parallel()
-	tests := []struct{ in, want string }{
+	tests := []stringCase[string]{
 		{"20123456786", "20123456786"},
 		{"20-12345678-6", "20123456786"},
 		{"12.345.678", "12345678"},
@@ -176,11 +149,23 @@ func TestDigits(t *testing.T) {
 		{"abc", ""},
 		{"١٢٣", ""}, // only ASCII digits, as the query's id
 	}
+	runCases(t, "Digits", Digits, tests)
+}
+
+// stringCase is an example of a function of one string.
+type stringCase[T comparable] struct {
+	in   string
+	want T
+}
+
+// runCases runs f on every case, in parallel subtests.
+func runCases[T comparable](t *testing.T, name string, f func(string) T, tests []stringCase[T]) {
+	t.Helper()
 	for _, tt := range tests {
 		t.Run(tt.in, func(t *testing.T) {
 			t.Parallel()
-			if got := Digits(tt.in); got != tt.want {
-				t.Errorf("Digits(%q) = %q, want %q", tt.in, got, tt.want)
+			if got := f(tt.in); got != tt.want {
+				t.Errorf("%s(%q) = %#v, want %#v", name, tt.in, got, tt.want)
 			}
 		})
 	}
