@@ -76,7 +76,8 @@
 //   - day first: "02/01/2006", "02-01-2006" or "02.01.2006" (day and month
 //     of one or two digits, a four-digit year), with the same optional time
 //     and offset ("4/3/2026 9:05");
-//   - a string of nine or more digits: Unix epoch seconds;
+//   - a string of nine or more digits: Unix epoch seconds (milliseconds
+//     when it exceeds 1e12, as a JSON number);
 //   - "/Date(1773490320000)/" and "/Date(1773490320000-0300)/" (ASP.NET):
 //     epoch milliseconds, shown at their offset when they have one;
 //   - a JSON number: Unix epoch seconds, or milliseconds when its magnitude

@@ -454,8 +454,15 @@ var monthNames = [...]struct {
 // monthName reads the longest month name or abbreviation at the start of
 // s, and the '.' after an abbreviation when dot allows it.
 func monthName(s string, dot bool) (month, n int) {
-	abbr := false
+	if s == "" {
+		return 0, 0
+	}
+	r, _ := utf8.DecodeRuneInString(s)
+	first, abbr := fold(r), false
 	for _, m := range monthNames {
+		if rune(m.name[0]) != first {
+			continue
+		}
 		if k := foldPrefix(s, m.name); k > n {
 			month, n, abbr = m.month, k, m.abbr
 		}

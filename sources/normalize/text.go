@@ -124,9 +124,13 @@ func Detail(s string) string {
 	b.Grow(min(len(s), utf8.UTFMax*maxDetail))
 	runes, cutAt, space := 0, 0, false
 	for i := 0; i < len(s); {
-		r, size := utf8.DecodeRuneInString(s[i:])
+		r, size := rune(s[i]), 1
+		if r >= utf8.RuneSelf {
+			r, size = utf8.DecodeRuneInString(s[i:])
+		}
 		i += size
 		switch {
+		case r > ' ' && r < 0x7f:
 		case unicode.IsSpace(r):
 			space = runes > 0
 			continue
