@@ -263,7 +263,7 @@ func sourceSpec(sc config.Source) sources.Spec {
 		}
 	}
 	if o := sc.Auth.OAuth2; o != nil {
-		spec.Auth.OAuth2 = &sources.OAuth2{TokenURL: o.TokenURL, ClientID: o.ClientID, ClientSecret: o.ClientSecret, Scopes: o.Scopes}
+		spec.Auth.OAuth2 = &sources.OAuth2{TokenURL: o.TokenURL, ClientID: o.ClientID, ClientSecret: o.ClientSecret, Scopes: o.Scopes, ClientAuth: o.ClientAuth}
 	}
 	if ss := sc.Auth.Session; ss != nil {
 		spec.Auth.Session = &sources.Session{Method: ss.Method, Path: ss.Path, TTL: time.Duration(ss.TTL), Format: ss.Format, Extract: ss.Extract}

@@ -86,6 +86,10 @@ type OAuth2 struct {
 	TokenURL     string   `yaml:"token_url" json:"token_url"`
 	ClientID     string   `yaml:"client_id" json:"-"`
 	ClientSecret string   `yaml:"client_secret" json:"-"`
+	// ClientAuth is how the client authenticates to the token endpoint
+	// (RFC 6749 section 2.3.1): basic (HTTP Basic, the default) or body
+	// (client_id and client_secret in the form).
+	ClientAuth string `yaml:"client_auth" json:"client_auth,omitempty"`
 	Scopes       []string `yaml:"scopes" json:"scopes,omitempty"`
 }
 
@@ -453,6 +457,9 @@ func validateAuth(errs *Errors, p string, a Auth) {
 		}
 		if o.ClientSecret == "" {
 			errs.add(child(op, "client_secret"), "required (value not shown)")
+		}
+		if o.ClientAuth != "" && o.ClientAuth != "basic" && o.ClientAuth != "body" {
+			errs.add(child(op, "client_auth"), "want basic (HTTP Basic) or body (client_id and client_secret in the form), got %q", o.ClientAuth)
 		}
 		for i, sc := range o.Scopes {
 			if sc == "" || strings.ContainsAny(sc, " \t\r\n\"\\") {

@@ -16,6 +16,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/multas/aggregator"
+	"github.com/multas/aggregator/sources/mapping"
 )
 
 // testSecret is a valid Standard Webhooks secret.
@@ -111,9 +112,9 @@ func TestLoadExample(t *testing.T) {
 		{"by_id.accepts", len(s.Operations[aggregator.ByID].Accepts), 2},
 		{"voucher", s.Operations[aggregator.Voucher].Path, "/api/v2/actas/{infraction_id}/boleta"},
 		{"voucher.accepts", s.Operations[aggregator.Voucher].Accepts == nil, true},
-		{"items", s.Response.Items, "/resultado/actas"},
+		{"items", s.Response.Items, mapping.Items{{Select: "/resultado/actas"}}},
 		{"fields", len(s.Response.Fields), 7},
-		{"fields.amount", s.Response.Fields["amount"], "/monto"},
+		{"fields.amount", s.Response.Fields["amount"], mapping.Field{Select: mapping.List{"/monto"}}},
 		{"status_map", s.Response.StatusMap["EN GESTION"], "in_process"},
 		{"timeout", s.Timeout, d("2s")},
 		{"time_zone", s.TimeZone, "America/Argentina/Buenos_Aires"},
@@ -218,7 +219,7 @@ func TestBuiltinDefaults(t *testing.T) {
 		{"defaults.rate_limit", c.Defaults.RateLimit, RateLimit{0, 0, d("500ms"), d("10m")}},
 		{"source breaker_key", s.BreakerKey, "caba"},
 		{"source method", s.Operations[aggregator.ByDomain].Method, "GET"},
-		{"source items", s.Response.Items, ""},
+		{"source items", s.Response.Items, mapping.Items(nil)},
 		{"source settings", s.settings(), c.Defaults},
 		{"source location", s.Location.String(), "America/Argentina/Buenos_Aires"},
 	}

@@ -430,6 +430,9 @@ func oneOrMany(t reflect.Type) bool {
 // config:"short": the one that a value written alone, instead of a
 // mapping, sets.
 func shortField(t reflect.Type) (int, bool) {
+	if t.Kind() != reflect.Struct {
+		return 0, false
+	}
 	for i := range t.NumField() {
 		if t.Field(i).Tag.Get("config") == "short" {
 			return i, true

@@ -7,11 +7,15 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/multas/aggregator/sources/mapping"
 )
 
 // keyPaths lists the configuration keys of t, as docs/configuration.md
-// writes them: sources[].id, sources[].operations.<op>.method; a map of
-// free names (headers, fields, status_map, …) is one key.
+// writes them: sources[].id, sources[].operations.<op>.method,
+// sources[].response.fields.<name>.layout; a map of free names to values
+// (headers, status_map, …) is one key, and so is a key that may be
+// written as one value (items, fields, when).
 func keyPaths(t reflect.Type, prefix string, out *[]string) {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
@@ -27,15 +31,25 @@ func keyPaths(t reflect.Type, prefix string, out *[]string) {
 		for ft.Kind() == reflect.Pointer {
 			ft = ft.Elem()
 		}
+		elem := ft
+		if ft.Kind() == reflect.Slice || ft.Kind() == reflect.Map {
+			elem = ft.Elem()
+		}
+		if _, short := shortField(elem); short {
+			// A key that may be written as one value is a key of its own.
+			*out = append(*out, path)
+		}
 		switch {
-		case ft == reflect.TypeFor[Duration](), ft == reflect.TypeFor[JSONValue]():
+		case ft == reflect.TypeFor[Duration](), ft == reflect.TypeFor[JSONValue](), ft == reflect.TypeFor[mapping.Scalar]():
 			*out = append(*out, path)
 		case ft.Kind() == reflect.Struct:
 			keyPaths(ft, path+".", out)
 		case ft.Kind() == reflect.Slice && ft.Elem().Kind() == reflect.Struct:
 			keyPaths(ft.Elem(), path+"[].", out)
-		case ft.Kind() == reflect.Map && ft.Elem().Kind() == reflect.Struct:
+		case ft.Kind() == reflect.Map && ft.Elem().Kind() == reflect.Struct && name == "operations":
 			keyPaths(ft.Elem(), path+".<op>.", out)
+		case ft.Kind() == reflect.Map && ft.Elem().Kind() == reflect.Struct:
+			keyPaths(ft.Elem(), path+".<name>.", out)
 		default:
 			*out = append(*out, path)
 		}

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/multas/aggregator/sources/mapping"
 )
 
 func TestResponseFormats(t *testing.T) {
@@ -41,13 +43,13 @@ func TestResponseFormats(t *testing.T) {
 		{"json charset", json.Charset, ""},
 		{"xml format", soap.Format, "xml"},
 		{"xml namespaces", soap.Namespaces, map[string]string{"s": "http://schemas.xmlsoap.org/soap/envelope/", "m": "urn:multas"}},
-		{"xml items", soap.Items, "/s:Envelope/s:Body/m:consultarActasResponse/m:acta"},
-		{"xml field", soap.Fields["currency"], "m:importe/@moneda"},
+		{"xml items", soap.Items, mapping.Items{{Select: "/s:Envelope/s:Body/m:consultarActasResponse/m:acta"}}},
+		{"xml field", soap.Fields["currency"], mapping.Field{Select: mapping.List{"m:importe/@moneda"}}},
 		{"xml unavailable", soap.Unavailable, "//s:Fault"},
 		{"html format", cordoba.Format, "html"},
 		{"html charset", cordoba.Charset, "windows-1252"},
-		{"html attr field", cordoba.Fields["id"], "@data-acta"},
-		{"html self field", cordoba.Fields["description"], ""},
+		{"html attr field", cordoba.Fields["id"], mapping.Field{Select: mapping.List{"@data-acta"}}},
+		{"html self field", cordoba.Fields["description"], mapping.Field{Select: mapping.List{""}}},
 		{"html unavailable", cordoba.Unavailable, "#mantenimiento"},
 	}
 	for _, tt := range tests {
@@ -67,7 +69,7 @@ func TestResponseFormatValidation(t *testing.T) {
 	}{
 		{"unknown format", doc("", src("response: {format: yaml, items: x, fields: {id: y}}")), []want{{r + ".format", `want json, xml or html, got "yaml"`}}},
 		{"unknown charset", doc("", src("response: {charset: klingon, fields: {id: /nro}}")), []want{{r + ".charset", `unknown character encoding "klingon"`}}},
-		{"namespaces with json", doc("", src(`response: {namespaces: {m: "urn:x"}, fields: {id: /nro}}`)), []want{{r + ".namespaces", "only with format: xml"}}},
+		{"namespaces with json", doc("", src(`response: {namespaces: {m: "urn:x"}, fields: {id: /nro}}`)), []want{{r + ".namespaces", "only with xml documents"}}},
 		{"json markers are pointers", doc("", src("response: {fields: {id: /nro}, not_found: sin_actas, unavailable: /a~2}")), []want{
 			{r + ".not_found", "RFC 6901"}, {r + ".unavailable", "~0"},
 		}},
@@ -81,16 +83,16 @@ func TestResponseFormatValidation(t *testing.T) {
 				{r + ".fields.colour", "unknown field"},
 				{r + ".not_found", "not an XPath 1.0 expression"},
 			}},
-		{"xml items required", doc("", src("response: {format: xml, fields: {id: nro}}")), []want{{r + ".items", "required with format: xml"}}},
+		{"xml items required", doc("", src("response: {format: xml, fields: {id: nro}}")), []want{{r + ".items", "required with format xml"}}},
 		{"html, everything wrong at once", doc("", src(
-			`response: {format: html, items: "tr@id", fields: {id: "td:nth-child(", place: "td@", date: td}, unavailable: "div[["}`)),
+			`response: {format: html, items: "tr@id", not_found: p.vacio, fields: {id: "td:nth-child(", place: "td@", date: td}, unavailable: "div[["}`)),
 			[]want{
 				{r + ".items", `"@attr" is for fields`},
 				{r + ".fields.id", "not a CSS selector"},
 				{r + ".fields.place", `"@" must be followed by an attribute name`},
 				{r + ".unavailable", "not a CSS selector"},
 			}},
-		{"html items required", doc("", src("response: {format: html, fields: {id: td}}")), []want{{r + ".items", "required with format: html"}}},
+		{"html items required", doc("", src("response: {format: html, fields: {id: td}}")), []want{{r + ".items", "required with format html"}}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -118,7 +120,7 @@ func TestResponseFormatsValid(t *testing.T) {
 		doc("", src(`response: {format: json, charset: ISO-8859-1, fields: {id: /nro}, not_found: /vacio, unavailable: /mantenimiento}`)),
 		doc("", src(`response: {format: xml, items: //acta, fields: {id: "@nro", description: "", place: ".", amount: "string(monto)"}}`)),
 		doc("", src(`response: {format: xml, namespaces: {m: "urn:multas"}, items: "//m:acta[position() > 1]", fields: {id: "m:nro"}}`)),
-		doc("", src(`response: {format: html, charset: latin1, items: "table tr:nth-child(n+2), ul > li", fields: {id: "@id", description: "", place: ".", amount: 'a[href^="mailto:x@y"]', status: ".@title"}}`)),
+		doc("", src(`response: {format: html, charset: latin1, items: "table tr:nth-child(n+2), ul > li", not_found: p.vacio, fields: {id: "@id", description: "", place: ".", amount: 'a[href^="mailto:x@y"]', status: ".@title"}}`)),
 	} {
 		if _, err := Parse([]byte(data), "test.yaml", nil); err != nil {
 			t.Errorf("Parse: %v\nin:\n%s", err, data)

@@ -19,6 +19,9 @@ type Auth struct {
 // OAuth2 is the client-credentials grant.
 type OAuth2 struct {
 	TokenURL, ClientID, ClientSecret string
+	// ClientAuth is "basic" (HTTP Basic; "" too) or "body" (the
+	// credentials in the token request's form, RFC 6749 section 2.3.1).
+	ClientAuth string
 	Scopes                           []string
 }
 
@@ -69,6 +72,9 @@ func (s *Source) compileAuth() error {
 		u, err := parseTokenURL(o.TokenURL)
 		if err != nil {
 			return fmt.Errorf("auth.oauth2.token_url: %w", err)
+		}
+		if o.ClientAuth != "" && o.ClientAuth != "basic" && o.ClientAuth != "body" {
+			return errors.New("auth.oauth2.client_auth: want basic or body")
 		}
 		if o.ClientID == "" {
 			return errors.New("auth.oauth2.client_id: required")

@@ -44,7 +44,7 @@ func newTokens(o *OAuth2, endpoint *url.URL, client *http.Client, now func() tim
 	return &tokens{
 		cfg: clientcredentials.Config{
 			ClientID: o.ClientID, ClientSecret: o.ClientSecret, TokenURL: o.TokenURL,
-			Scopes: o.Scopes, AuthStyle: oauth2.AuthStyleInHeader,
+			Scopes: o.Scopes, AuthStyle: authStyle(o.ClientAuth),
 		},
 		client: tokenClient(endpoint, client),
 		named:  newURLTemplate(http.MethodPost, urlPath(o.TokenURL)),
@@ -181,4 +181,12 @@ func tokenError(ctx context.Context, err error) *Error {
 	}
 	// A 2xx answer without a usable token.
 	return &Error{Outcome: aggregator.Unreadable, Err: errors.New("token endpoint: no usable token in its answer")}
+}
+
+// authStyle is how client_auth sends the credentials.
+func authStyle(clientAuth string) oauth2.AuthStyle {
+	if clientAuth == "body" {
+		return oauth2.AuthStyleInParams
+	}
+	return oauth2.AuthStyleInHeader
 }

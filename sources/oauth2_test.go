@@ -230,3 +230,52 @@ func TestOAuth2TokenEndpointFailures(t *testing.T) {
 		}
 	})
 }
+
+// TestOAuth2ClientAuth: client_auth says where the credentials go (RFC
+// 6749 section 2.3.1), and a token endpoint that takes them only one way
+// refuses the other.
+func TestOAuth2ClientAuth(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		clientAuth, endpoint string // endpoint: how the token endpoint takes credentials
+		ok                   bool
+	}{
+		{"", "basic", true}, {"basic", "basic", true}, {"body", "body", true},
+		{"basic", "body", false}, {"body", "basic", false},
+	} {
+		t.Run(tt.clientAuth+" to "+tt.endpoint, func(t *testing.T) {
+			t.Parallel()
+			srv := portal(t, func(w http.ResponseWriter, r *http.Request) {
+				if r.URL.Path != "/oauth/token" {
+					w.Header().Set("Content-Type", "application/json")
+					fmt.Fprint(w, oneItem)
+					return
+				}
+				id, secret, basic := r.BasicAuth()
+				if tt.endpoint == "body" {
+					id, secret = r.PostFormValue("client_id"), r.PostFormValue("client_secret")
+					basic = false
+				} else if r.PostFormValue("client_secret") != "" {
+					id = "" // a secret in the form where Basic is expected
+				}
+				if id != testClientID || secret != testClientSecret || (tt.endpoint == "basic") != basic {
+					w.WriteHeader(http.StatusUnauthorized)
+					return
+				}
+				w.Header().Set("Content-Type", "application/json")
+				fmt.Fprint(w, `{"access_token": "t", "token_type": "Bearer", "expires_in": 60}`)
+			})
+			spec := testSpec(srv.URL)
+			spec.Auth.OAuth2 = &OAuth2{TokenURL: srv.URL + "/oauth/token", ClientID: testClientID, ClientSecret: testClientSecret, ClientAuth: tt.clientAuth}
+			s := newSource(t, spec, srv.Client())
+			_, err := s.Lookup(t.Context(), domainQuery)
+			if tt.ok {
+				if err != nil {
+					t.Fatalf("Lookup: %v", err)
+				}
+				return
+			}
+			checkError(t, err, aggregator.Rejected, http.StatusUnauthorized, 0)
+		})
+	}
+}

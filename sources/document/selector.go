@@ -52,8 +52,10 @@ func Compile(f Format, namespaces map[string]string, text string) (Selector, err
 			s.path, err = compileJSONPath(text)
 		} else {
 			s.pointer, err = CompilePointer(text)
-			if err != nil {
-				err = errors.New(`not a JSON pointer ("" or starting with "/") nor a JSONPath (starting with "$")`)
+			if err != nil && !strings.HasPrefix(text, "/") {
+				err = errors.New(`want an RFC 6901 JSON pointer ("" or starting with "/") or an RFC 9535 JSONPath (starting with "$")`)
+			} else if err != nil {
+				err = fmt.Errorf("not an RFC 6901 JSON pointer: %w (escape \"~\" as ~0 and \"/\" inside a name as ~1)", err)
 			}
 		}
 	case XML:

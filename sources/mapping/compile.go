@@ -210,7 +210,7 @@ func (c *compiler) compile(r Response) {
 	var err error
 	formatOK := true
 	if m.format, err = document.ParseFormat(r.Format); err != nil {
-		c.fail("format", "%v", err)
+		c.fail("format", "want json, xml or html, got %q", r.Format)
 		formatOK = false
 	}
 	if m.charset, err = document.ParseCharset(r.Charset); err != nil {
@@ -271,7 +271,7 @@ func (c *compiler) compile(r Response) {
 	default:
 		m.maxItems = r.MaxItems
 	}
-	if m.final == document.HTML && m.notFound == nil && !slices.ContainsFunc(m.rules, func(r rule) bool { return r.outcome == NotFound }) {
+	if m.final == document.HTML && len(r.Items) > 0 && m.notFound == nil && !slices.ContainsFunc(m.rules, func(r rule) bool { return r.outcome == NotFound }) {
 		c.fail("not_found", "an html source must say how its no-results page looks: set not_found, or an errors rule with outcome: not_found "+
 			"(without one, a page without items, such as a captcha or an error page, cannot be told from \"no infractions\")")
 	}
@@ -413,7 +413,7 @@ func parseScalar(raw json.RawMessage) (scalar, error) {
 func (c *compiler) fieldSpecs(r Response, dec normalize.Decimal) {
 	m := c.m
 	if _, ok := r.Fields["id"]; !ok {
-		c.fail("fields.id", "required")
+		c.fail("fields.id", "required when by_domain or by_id is configured")
 	}
 	for _, name := range slices.Sorted(maps.Keys(r.Fields)) {
 		key := child("fields", name)
@@ -631,7 +631,7 @@ func (c *compiler) statusMap(sm map[string]string) {
 		k := strings.TrimSpace(key)
 		switch {
 		case !st.Valid():
-			c.fail(child("status_map", key), "%q is not unpaid, paid, in_process or unknown", st)
+			c.fail(child("status_map", key), "want unpaid, paid, in_process or unknown, got %q", st)
 			continue
 		case k == "":
 			c.fail("status_map", "empty portal text")

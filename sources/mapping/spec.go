@@ -146,6 +146,15 @@ type Scalar struct {
 	Raw json.RawMessage
 }
 
+// MarshalYAML writes the scalar as the YAML value it was.
+func (s Scalar) MarshalYAML() (any, error) {
+	var v any
+	if err := json.Unmarshal(s.Raw, &v); err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
 // MarshalJSON writes the literal.
 func (s Scalar) MarshalJSON() ([]byte, error) {
 	if s.Raw == nil {
