@@ -24,6 +24,7 @@ const ShapeArrays Shape = "arrays"
 
 func arraysDialect() *dialect {
 	return &dialect{
+		locale:     localeCordoba.withUnits("UF").unitsOnly(),
 		byDomain:   "/consultas/infracciones?dominio={domain}",
 		byID:       "/consultas/infracciones?documento={id}",
 		voucher:    "/consultas/infracciones/{infraction_id}/cedulon",
@@ -70,8 +71,7 @@ func renderArrays(_ *dialect, recs []Record) any {
 }
 
 func arraysMapping(d *dialect, j Jurisdiction, base string) realSource {
-	src := newRealSource(j, base, cordobaLocale)
-	src.Operations = getOperations(d)
+	src := newRealSource(d, j, base)
 	set := func(status string) map[string]string { return map[string]string{"status_raw": d.statusText[status]} }
 	src.Response = realResponse{
 		Format: "json",
@@ -87,7 +87,7 @@ func arraysMapping(d *dialect, j Jurisdiction, base string) realSource {
 			Description: "/infraccion",
 			Place:       "/lugar",
 			Status:      "/situacion",
-			Units:       realField{Select: "/uf", Code: "UF"},
+			Units:       unitsField(d, "/uf"),
 		},
 		Unavailable: "/mantenimiento",
 		StatusMap:   statusMap(d),

@@ -38,6 +38,7 @@ const ShapeColumns Shape = "columns"
 
 func columnsDialect() *dialect {
 	return &dialect{
+		locale:      localeCordoba,
 		byDomain:    "/actas/consulta.php?dominio={domain}",
 		byID:        "/actas/consulta.php?cuit={id}",
 		voucher:     "/actas/cupon.php?acta={infraction_id}",
@@ -114,8 +115,7 @@ func columnsAnswer(p *Portal, w http.ResponseWriter, _ *http.Request, _ kind, re
 }
 
 func columnsMapping(d *dialect, j Jurisdiction, base string) realSource {
-	src := newRealSource(j, base, cordobaLocale)
-	src.Operations = getOperations(d)
+	src := newRealSource(d, j, base)
 	col := func(names ...string) realField {
 		if len(names) == 1 {
 			return realField{Column: names[0]}

@@ -38,6 +38,7 @@ const ShapeDataJSON Shape = "datajson"
 
 func dataJSONDialect() *dialect {
 	return &dialect{
+		locale:     localeAR,
 		byDomain:   "/infracciones/consulta?dominio={domain}",
 		byID:       "/infracciones/consulta?documento={id}",
 		voucher:    "/infracciones/actas/{infraction_id}/cupon",
@@ -107,8 +108,7 @@ func dataJSONCaptcha(p *Portal, w http.ResponseWriter) {
 }
 
 func dataJSONMapping(d *dialect, j Jurisdiction, base string) realSource {
-	src := newRealSource(j, base, argentinaLocale)
-	src.Operations = getOperations(d)
+	src := newRealSource(d, j, base)
 	src.Response = realResponse{
 		Format:     "html",
 		Decimal:    ",",

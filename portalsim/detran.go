@@ -35,6 +35,7 @@ const ShapeDetran Shape = "detran"
 
 func detranDialect() *dialect {
 	return &dialect{
+		locale:     localeBR,
 		byDomain:   "/multas/consulta.asp?placa={domain}",
 		byID:       "/multas/consulta.asp?documento={id}",
 		voucher:    "/multas/boleto.asp?ait={infraction_id}",
@@ -105,8 +106,7 @@ func detranAnswer(p *Portal, w http.ResponseWriter, _ *http.Request, _ kind, rec
 }
 
 func detranMapping(d *dialect, j Jurisdiction, base string) realSource {
-	src := newRealSource(j, base, brazilLocale)
-	src.Operations = getOperations(d)
+	src := newRealSource(d, j, base)
 	src.Response = realResponse{
 		Format:     "html",
 		Decimal:    ",",

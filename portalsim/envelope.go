@@ -29,6 +29,7 @@ const ShapeEnvelope Shape = "envelope"
 
 func envelopeDialect() *dialect {
 	return &dialect{
+		locale:     localeMX.withUnits("UMA"),
 		byDomain:   "/consultas/infracciones?placa={domain}",
 		byID:       "/consultas/infracciones?documento={id}",
 		voucher:    "/consultas/infracciones/{infraction_id}/linea-de-captura",
@@ -78,8 +79,7 @@ func envelopeAnswer(p *Portal, w http.ResponseWriter, _ *http.Request, _ kind, r
 }
 
 func envelopeMapping(d *dialect, j Jurisdiction, base string) realSource {
-	src := newRealSource(j, base, mexicoLocale)
-	src.Operations = getOperations(d)
+	src := newRealSource(d, j, base)
 	src.Response = realResponse{
 		Format:     "json",
 		NullValues: []string{"S/D"},
@@ -92,7 +92,7 @@ func envelopeMapping(d *dialect, j Jurisdiction, base string) realSource {
 			Place:       "td.ubicacion",
 			Amount:      realField{Select: "td.monto", Decimal: "."},
 			Status:      "td.situacion",
-			Units:       realField{Select: "td.uma", Code: "UMA"},
+			Units:       unitsField(d, "td.uma"),
 		},
 		NotFound: "p.sin-infracciones",
 		Errors: []realRule{

@@ -31,6 +31,7 @@ const ShapeErrorFlag Shape = "errorflag"
 
 func errorFlagDialect() *dialect {
 	return &dialect{
+		locale:     localeUY.withUnits("UR"),
 		byDomain:   "/api/consultas/infracciones?matricula={domain}",
 		byID:       "/api/consultas/infracciones?documento={id}",
 		voucher:    "/api/consultas/infracciones/{infraction_id}/factura",
@@ -122,8 +123,7 @@ func spacedPlate(plate string) string {
 }
 
 func errorFlagMapping(d *dialect, j Jurisdiction, base string) realSource {
-	src := newRealSource(j, base, uruguayLocale)
-	src.Operations = getOperations(d)
+	src := newRealSource(d, j, base)
 	src.Response = realResponse{
 		Format:  "json",
 		Decimal: ",",
@@ -136,7 +136,7 @@ func errorFlagMapping(d *dialect, j Jurisdiction, base string) realSource {
 			Place:       "/lugar",
 			Amount:      "/importe",
 			Status:      "/estado",
-			Units:       realField{Select: "/valorUR", Code: "UR"},
+			Units:       unitsField(d, "/valorUR"),
 		},
 		Unavailable: "/mantenimiento",
 		Errors:      []realRule{{When: realCond{Select: "/error", Equals: true}, Outcome: "rejected", Detail: "/mensaje"}},

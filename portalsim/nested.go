@@ -35,6 +35,7 @@ const ShapeNested Shape = "nested"
 
 func nestedDialect() *dialect {
 	return &dialect{
+		locale:     localeAR.withUnits("UF"),
 		byDomain:   "/api/v1/contribuyentes/obligaciones?dominio={domain}",
 		byID:       "/api/v1/contribuyentes/obligaciones?cuit={id}",
 		voucher:    "/api/v1/obligaciones/{infraction_id}/boleta",
@@ -127,7 +128,7 @@ func renderNested(d *dialect, recs []Record) any {
 }
 
 func nestedMapping(d *dialect, j Jurisdiction, base string) realSource {
-	src := newRealSource(j, base, argentinaLocale)
+	src := newRealSource(d, j, base)
 	src.Headers = map[string]string{"X-Requested-With": "XMLHttpRequest"}
 	src.Operations = getOperations(d)
 	src.Response = realResponse{
@@ -140,7 +141,7 @@ func nestedMapping(d *dialect, j Jurisdiction, base string) realSource {
 			Place:       "/lugar",
 			Amount:      "/importe",
 			Status:      "/estado",
-			Units:       realField{Select: "/uf", Code: "UF"},
+			Units:       unitsField(d, "/uf"),
 		},
 		Unavailable: "/mantenimiento",
 		Errors: []realRule{

@@ -30,6 +30,7 @@ const ShapeOAuth2Body Shape = "oauth2body"
 
 func oauth2BodyDialect() *dialect {
 	return &dialect{
+		locale:        localeMX,
 		byDomain:      "/api/v2/infracciones?placa={domain}",
 		byID:          "/api/v2/infracciones?documento={id}",
 		voucher:       "/api/v2/infracciones/{infraction_id}/pase-de-caja",
@@ -72,8 +73,7 @@ func renderOAuth2Body(d *dialect, recs []Record) any {
 }
 
 func oauth2BodyMapping(d *dialect, j Jurisdiction, base string) realSource {
-	src := newRealSource(j, base, mexicoLocale)
-	src.Operations = getOperations(d)
+	src := newRealSource(d, j, base)
 	src.Response = realResponse{
 		Format:  "json",
 		Decimal: ".",

@@ -15,8 +15,8 @@ import (
 // Each writes a Record its own way but loses nothing the aggregator
 // reports: served the same records (RealRecords), every one of them maps
 // to the same infractions (id, date, description, place, amount, status),
-// with the source's time zone and currency, and the units where the shape
-// states them (see Shape.units). ShapeArrays states units only, no money.
+// with the time zone, currency and units of the shape's Locale.
+// ShapeArrays states units only, no money.
 func RealShapes() []Shape {
 	return []Shape{ShapeDataJSON, ShapeNested, ShapeArrays, ShapeDetran, ShapeSOAPJSON,
 		ShapeColumns, ShapeEnvelope, ShapeErrorFlag, ShapeOAuth2Body}
@@ -56,18 +56,45 @@ func RealRecords() []Record {
 	}
 }
 
-// locale is where a portal of SPEC 12 is: the aggregator reads its
-// zone-less times in zone and its amounts in currency (the source's
-// time_zone and currency).
-type locale struct{ zone, currency string }
+// Locale is where a portal of a SPEC 12 shape is and how it states a
+// fine: what the aggregator's infractions from it carry besides a
+// Record's own values. The zero Locale is that of the shapes of SPEC 6 and
+// 8: Argentine time, pesos (the aggregator's defaults), no units.
+type Locale struct {
+	// TimeZone is the IANA zone of its zone-less times, and Currency its
+	// money: the source's time_zone and currency in AggregatorYAML.
+	TimeZone string `json:"time_zone,omitempty"`
+	Currency string `json:"currency,omitempty"`
+	// Units is the code of the legal units it states fines in (UF, UR,
+	// UMA), empty when it states none; UnitsOnly says it never states an
+	// amount of money.
+	Units     string `json:"units,omitempty"`
+	UnitsOnly bool   `json:"units_only,omitempty"`
+}
+
+// Locale is where a portal of shape s is; see Locale. An unknown shape
+// has the zero Locale.
+func (s Shape) Locale() Locale {
+	d, err := dialectOf(s)
+	if err != nil {
+		return Locale{}
+	}
+	return d.locale
+}
 
 var (
-	argentinaLocale = locale{"America/Argentina/Buenos_Aires", "ARS"}
-	cordobaLocale   = locale{"America/Argentina/Cordoba", "ARS"}
-	brazilLocale    = locale{"America/Sao_Paulo", "BRL"}
-	uruguayLocale   = locale{"America/Montevideo", "UYU"}
-	mexicoLocale    = locale{"America/Mexico_City", "MXN"}
+	localeAR      = Locale{TimeZone: "America/Argentina/Buenos_Aires", Currency: "ARS"}
+	localeCordoba = Locale{TimeZone: "America/Argentina/Cordoba", Currency: "ARS"}
+	localeBR      = Locale{TimeZone: "America/Sao_Paulo", Currency: "BRL"}
+	localeUY      = Locale{TimeZone: "America/Montevideo", Currency: "UYU"}
+	localeMX      = Locale{TimeZone: "America/Mexico_City", Currency: "MXN"}
 )
+
+// withUnits is l stating fines in units of code as well.
+func (l Locale) withUnits(code string) Locale { l.Units = code; return l }
+
+// unitsOnly is l stating fines in its units and never in money.
+func (l Locale) unitsOnly() Locale { l.UnitsOnly = true; return l }
 
 // groupThousands writes the digits of whole in groups of three separated
 // by sep: "1234567" → "1.234.567".

@@ -178,6 +178,8 @@ type dialect struct {
 	// tokenBodyOnly says that the OAuth2 token endpoint takes the client's
 	// credentials in the form only (RFC 6749 2.3.1), refusing HTTP Basic.
 	tokenBodyOnly bool
+	// locale is where a portal of SPEC 12 is (Shape.Locale).
+	locale Locale
 	// mapping, for the shapes of SPEC 12, is the source's entry in SPEC
 	// 12's keys (AggregatorYAML writes it instead of the SPEC 6 or 8 one).
 	mapping func(d *dialect, j Jurisdiction, base string) realSource

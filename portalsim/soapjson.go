@@ -52,6 +52,7 @@ var asmxService = soapService{ns: tempuriNS, actionPrefix: tempuriNS,
 
 func soapJSONDialect() *dialect {
 	return &dialect{
+		locale:     localeBR,
 		voucher:    asmxVoucher,
 		format:     formatXML,
 		statusText: map[string]string{StatusUnpaid: "EM ABERTO", StatusPaid: "PAGA", StatusInProcess: "EM RECURSO"},
@@ -124,7 +125,7 @@ func asmxRequestBody(op, param, value string) string {
 }
 
 func soapJSONMapping(d *dialect, j Jurisdiction, base string) realSource {
-	src := newRealSource(j, base, brazilLocale)
+	src := newRealSource(d, j, base)
 	post := func(op, param, value string) realOperation {
 		return realOperation{Method: "POST", Path: asmxPath,
 			Headers: map[string]string{"SOAPAction": `"` + tempuriNS + op + `"`},

@@ -174,10 +174,16 @@ func statusMap(d *dialect) map[string]string {
 	return m
 }
 
-// newRealSource is the start of every SPEC 12 entry: who, where, and the
-// locale of the portal.
-func newRealSource(j Jurisdiction, base string, l locale) realSource {
-	return realSource{ID: j.ID, Jurisdiction: j.Name, BaseURL: base, TimeZone: l.zone, Currency: l.currency}
+// newRealSource is the start of every SPEC 12 entry: who, where (the
+// portal's time zone and currency), and its operations when they are GETs.
+func newRealSource(d *dialect, j Jurisdiction, base string) realSource {
+	return realSource{ID: j.ID, Jurisdiction: j.Name, BaseURL: base,
+		TimeZone: d.locale.TimeZone, Currency: d.locale.Currency, Operations: getOperations(d)}
+}
+
+// unitsField is the units field of d's locale at sel.
+func unitsField(d *dialect, sel string) realField {
+	return realField{Select: sel, Code: d.locale.Units}
 }
 
 // realYAML writes src as one entry of the `sources:` list: block style,
