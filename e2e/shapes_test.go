@@ -43,29 +43,32 @@ func startShapes(t *testing.T, js []portalsim.Jurisdiction, defaults string) (*p
 	return sim, start(t, cfg, app.Options{})
 }
 
-// realPortal is a portal of shape s serving portalsim.RealRecords.
-func realPortal(s portalsim.Shape, id string) portalsim.Jurisdiction {
-	return portalsim.NewJurisdiction(s, id, "Jurisdicción "+id, portalsim.RealRecords())
+// realPortals is a portal of each of shapes (its id the shape's name)
+// serving portalsim.RealRecords, with fault f.
+func realPortals(f portalsim.Fault, shapes ...portalsim.Shape) []portalsim.Jurisdiction {
+	var js []portalsim.Jurisdiction
+	for _, s := range shapes {
+		j := portalsim.NewJurisdiction(s, string(s), "Jurisdicción "+string(s), portalsim.RealRecords())
+		j.Fault = f
+		js = append(js, j)
+	}
+	return js
 }
 
-// shapeInfraction is an infraction as the answer writes it, units
-// included (SPEC 12), status_raw left out: each portal words it its way.
+// shapeInfraction is an infraction as the answer writes it, with its units
+// (SPEC 12).
 type shapeInfraction struct {
-	Source      string `json:"source"`
-	ID          string `json:"id"`
-	Date        string `json:"date"`
-	Description string `json:"description"`
-	Place       string `json:"place"`
-	Amount      string `json:"amount"`
-	Currency    string `json:"currency"`
-	Status      string `json:"status"`
-	Units       *struct {
-		Value string `json:"value"`
-		Code  string `json:"code"`
-	} `json:"units"`
+	infraction
+	Units *units `json:"units"`
 }
 
-// key is an infraction in one comparable line.
+type units struct {
+	Value string `json:"value"`
+	Code  string `json:"code"`
+}
+
+// key is an infraction in one comparable line, without status_raw (each
+// portal words a status its own way).
 func (in shapeInfraction) key() string {
 	units := "-"
 	if in.Units != nil {
@@ -115,15 +118,12 @@ func wantShape(t *testing.T, s portalsim.Shape, recs []portalsim.Record) []strin
 		if err != nil {
 			t.Fatal(err)
 		}
-		in := shapeInfraction{ID: r.ID, Date: date.Format(time.RFC3339), Description: r.Description, Place: r.Place, Status: r.Status}
+		in := shapeInfraction{infraction: infraction{ID: r.ID, Date: date.Format(time.RFC3339), Description: r.Description, Place: r.Place, Status: r.Status}}
 		if r.Amount != "" && !l.UnitsOnly {
 			in.Amount, in.Currency = decimal2(t, r.Amount), l.Currency
 		}
 		if r.Units != "" && l.Units != "" {
-			in.Units = &struct {
-				Value string `json:"value"`
-				Code  string `json:"code"`
-			}{decimal2(t, r.Units), l.Units}
+			in.Units = &units{decimal2(t, r.Units), l.Units}
 		}
 		keys = append(keys, in.key())
 	}
@@ -152,10 +152,7 @@ func decimal2(t *testing.T, d string) string {
 // without an amount, a placeholder is no value.
 func TestRealShapesMapToIdenticalInfractions(t *testing.T) {
 	t.Parallel()
-	var js []portalsim.Jurisdiction
-	for _, s := range portalsim.RealShapes() {
-		js = append(js, realPortal(s, "p-"+string(s)))
-	}
+	js := realPortals(portalsim.Fault{}, portalsim.RealShapes()...)
 	_, e := startShapes(t, js, "")
 	var plate []portalsim.Record
 	for _, r := range portalsim.RealRecords() {
@@ -218,14 +215,7 @@ func TestRealShapesMapToIdenticalInfractions(t *testing.T) {
 // infractions", and never counted by the breaker.
 func TestRealShapeCaptchaIsRejected(t *testing.T) {
 	t.Parallel()
-	js := []portalsim.Jurisdiction{
-		realPortal(portalsim.ShapeDataJSON, "page"),
-		realPortal(portalsim.ShapeDetran, "detran"),
-		realPortal(portalsim.ShapeErrorFlag, "flag"),
-	}
-	for i := range js {
-		js[i].Fault = portalsim.Fault{Mode: portalsim.Captcha}
-	}
+	js := realPortals(portalsim.Fault{Mode: portalsim.Captcha}, portalsim.ShapeDataJSON, portalsim.ShapeDetran, portalsim.ShapeErrorFlag)
 	sim, e := startShapes(t, js, "breaker: {min_calls: 1, consecutive_failures: 1, open_for: 5s}")
 	for i := range 3 {
 		a := e.byDomain(portalsim.DemoPlate)
@@ -235,7 +225,7 @@ func TestRealShapeCaptchaIsRejected(t *testing.T) {
 		for _, j := range js {
 			en := a.entry(t, j.ID)
 			checkEntry(t, en, "failed", "source-rejected")
-			if j.ID == "flag" && (en.Problem == nil || en.Problem.Detail != "Debe completar el captcha") {
+			if j.Shape == portalsim.ShapeErrorFlag && (en.Problem == nil || en.Problem.Detail != "Debe completar el captcha") {
 				t.Errorf("query %d: %s detail %+v, want the portal's message", i+1, j.ID, en.Problem)
 			}
 		}
@@ -270,9 +260,9 @@ func TestRealShapeCaptchaIsRejected(t *testing.T) {
 // from the same kind of portal trips its breaker as an outage.
 func TestRealShapeMissingCaptchaNeverTrips(t *testing.T) {
 	t.Parallel()
-	refusing, failing := realPortal(portalsim.ShapeNested, "refusing"), realPortal(portalsim.ShapeNested, "failing")
-	refusing.Fault = portalsim.Fault{Mode: portalsim.Captcha}
-	failing.Fault = portalsim.Fault{Status: 500}
+	refusing := realPortals(portalsim.Fault{Mode: portalsim.Captcha}, portalsim.ShapeNested)[0]
+	failing := realPortals(portalsim.Fault{Status: 500}, portalsim.ShapeNested)[0]
+	refusing.ID, failing.ID = "refusing", "failing"
 	sim, e := startShapes(t, []portalsim.Jurisdiction{refusing, failing},
 		"breaker: {window: 10s, min_calls: 2, failure_ratio: 0.5, consecutive_failures: 2, open_for: 30s}")
 	const n = 10
@@ -305,15 +295,8 @@ func TestRealShapeMissingCaptchaNeverTrips(t *testing.T) {
 // hears of it.
 func TestRealShapeTooManyQueriesIsRateLimited(t *testing.T) {
 	t.Parallel()
-	js := []portalsim.Jurisdiction{
-		realPortal(portalsim.ShapeDataJSON, "page"),
-		realPortal(portalsim.ShapeColumns, "columns"),
-		realPortal(portalsim.ShapeDetran, "detran"),
-	}
-	for i := range js {
-		js[i].Fault = portalsim.Fault{Mode: portalsim.Busy}
-	}
-	retry := map[string]int{"page": 60, "columns": 60, "detran": 120}
+	js := realPortals(portalsim.Fault{Mode: portalsim.Busy}, portalsim.ShapeDataJSON, portalsim.ShapeColumns, portalsim.ShapeDetran)
+	retry := map[string]int{"datajson": 60, "columns": 60, "detran": 120}
 	sim, e := startShapes(t, js, "breaker: {min_calls: 1, consecutive_failures: 1, open_for: 5s}")
 	a := e.byDomain(portalsim.DemoPlate)
 	for _, j := range js {

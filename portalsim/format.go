@@ -153,23 +153,23 @@ func (d *dialect) htmlContentType() string {
 func (p *Portal) writeHTML(w http.ResponseWriter, status int, title, body string) {
 	var b strings.Builder
 	contentType := p.d.htmlContentType()
-	lang := ` lang="es"`
-	if p.d.lang != "" {
-		lang = ` lang="` + p.d.lang + `"`
+	lang := p.d.lang
+	if lang == "" && !p.d.win1252 { // the old pages of ShapeHTML name none
+		lang = "es"
+	}
+	htmlTag := "<html>\n<head>\n"
+	if lang != "" {
+		htmlTag = `<html lang="` + lang + `">` + "\n<head>\n"
 	}
 	switch {
 	case p.d.win1252:
-		if p.d.lang == "" {
-			lang = "" // as the old pages of ShapeHTML are written
-		}
-		b.WriteString(`<!DOCTYPE HTML PUBLIC "-//W3C//DTD HTML 4.01 Transitional//EN" "http://www.w3.org/TR/html4/loose.dtd">` + "\n")
-		b.WriteString("<html" + lang + ">\n<head>\n")
+		b.WriteString(`<!DOCTYPE HTML PUBLIC "-//W3C//DTD HTML 4.01 Transitional//EN" "http://www.w3.org/TR/html4/loose.dtd">` + "\n" + htmlTag)
 		b.WriteString(`<meta http-equiv="Content-Type" content="text/html; charset=windows-1252">` + "\n")
 	case p.d.misdeclared:
-		b.WriteString("<!DOCTYPE html>\n<html" + lang + ">\n<head>\n")
+		b.WriteString("<!DOCTYPE html>\n" + htmlTag)
 		b.WriteString(`<meta http-equiv="Content-Type" content="text/html; charset=iso-8859-1">` + "\n")
 	default:
-		b.WriteString("<!DOCTYPE html>\n<html" + lang + ">\n<head>\n<meta charset=\"utf-8\">\n")
+		b.WriteString("<!DOCTYPE html>\n" + htmlTag + "<meta charset=\"utf-8\">\n")
 	}
 	b.WriteString("<title>" + html.EscapeString(title+" - "+p.j.Name) + "</title>\n</head>\n<body>\n")
 	b.WriteString(body)

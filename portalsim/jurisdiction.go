@@ -47,10 +47,10 @@ type Record struct {
 	DNI  string `json:"dni,omitempty"`
 	// ID is the portal's infraction number, unique within the portal.
 	ID string `json:"id"`
-	// Date is the portal's civil time, "2006-01-02T15:04:05": in Argentina
-	// (UTC-3) for the shapes of SPEC 6 and 8, where the portal is for the
-	// shapes of SPEC 12 (Brazil, Uruguay, Mexico too); no shape of SPEC 12
-	// writes an offset.
+	// Date is the portal's civil time, "2006-01-02T15:04:05": Argentina's
+	// (UTC-3) for the shapes of SPEC 6 and 8, that of the portal's
+	// Shape.Locale for the shapes of SPEC 12, none of which writes an
+	// offset.
 	Date        string `json:"date"`
 	Description string `json:"description,omitempty"`
 	Place       string `json:"place,omitempty"`
@@ -77,8 +77,8 @@ var ErrInvalidJurisdiction = errors.New("invalid jurisdiction")
 // Validate reports every problem of j: a missing id, an unknown shape, an
 // invalid fault, impossible Paging, OAuth2 or Session settings, and records without an id, with a duplicate id, a date
 // not in Record.Date's layout, an amount or units that are not a decimal
-// (an empty amount is one only outside RealShapes), or a CUIT whose check
-// digit is wrong.
+// (only RealShapes take an empty amount), or a CUIT whose check digit is
+// wrong.
 func (j Jurisdiction) Validate() error {
 	var errs []error
 	bad := func(format string, args ...any) {

@@ -227,8 +227,12 @@ func flowSmall(n *yaml.Node) int {
 		}
 		return -1
 	case yaml.ScalarNode:
-		if n.Tag == "!!str" && strings.Contains(n.Value, "'") && !strings.ContainsAny(n.Value, "\"\\") {
+		switch {
+		case n.Tag != "!!str":
+		case strings.Contains(n.Value, "'") && !strings.ContainsAny(n.Value, "\"\\"):
 			n.Style = yaml.DoubleQuotedStyle // "dd/MM/yyyy 'AS' HH:mm", not 'dd/MM/yyyy ''AS'' HH:mm'
+		case n.Value == "." || n.Value == "," || n.Value == "-":
+			n.Style = yaml.DoubleQuotedStyle // decimal: ".", null_values: ["-"]
 		}
 		return len(n.Value) + 3 // quotes, separator
 	case yaml.MappingNode, yaml.SequenceNode:
