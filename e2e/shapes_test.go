@@ -70,11 +70,11 @@ type units struct {
 // key is an infraction in one comparable line, without status_raw (each
 // portal words a status its own way).
 func (in shapeInfraction) key() string {
-	units := "-"
+	u := "-"
 	if in.Units != nil {
-		units = in.Units.Value + " " + in.Units.Code
+		u = in.Units.Value + " " + in.Units.Code
 	}
-	return strings.Join([]string{in.ID, in.Date, in.Description, in.Place, in.Amount, in.Currency, in.Status, units}, " | ")
+	return strings.Join([]string{in.ID, in.Date, in.Description, in.Place, in.Amount, in.Currency, in.Status, u}, " | ")
 }
 
 // infractionsBySource queries params and groups the answer's infractions
