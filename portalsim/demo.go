@@ -145,11 +145,8 @@ func Demo() []Jurisdiction {
 //	entrerios Provincia de Entre Ríos  oauth2   JSON behind OAuth2 client credentials
 //	misiones  Provincia de Misiones    session  HTML behind a session page (cookie + hidden token)
 //
-// `portalsim -demo` serves them after Demo (DemoAll). The aggregator's demo
-// does not yet: its sources need SPEC 8's keys, which its configuration
-// must accept first. TODO(issue #12): once it does, cmd/aggregator's
-// startDemo serves portalsim.DemoAll() where it now serves
-// portalsim.Demo() (Start and AggregatorYAML), and nothing else changes.
+// `portalsim -demo` and the aggregator's demo serve them after Demo
+// (DemoAll).
 func DialectDemo() []Jurisdiction {
 	person := func(r Record) Record { r.CUIT, r.DNI = DemoCUIT, DemoDNI; return r }
 	fleet := func(r Record) Record { r.CUIT = DemoCUITFleet; return r }
@@ -237,8 +234,71 @@ func chubut(person, fleet func(Record) Record) Jurisdiction {
 	return j
 }
 
-// DemoAll is what `portalsim -demo` serves: Demo, then DialectDemo.
-func DemoAll() []Jurisdiction { return append(Demo(), DialectDemo()...) }
+// RealDemo is one demo jurisdiction in four of the shapes of SPEC 12 (see
+// RealShapes), every one healthy, with records for DemoPlate and DemoCUIT:
+//
+//	sanjuan    Provincia de San Juan           datajson   JSON in an HTML attribute, "$ 185.000", "AS 16:08"
+//	saopaulo   Estado de São Paulo (DETRAN)    detran     HTML in windows-1252, "R$ 1.234,56", "às 12:36:11"
+//	montevideo Intendencia de Montevideo       errorflag  {"error": …} bodies, fines in UR, other plates' too
+//	cdmx       Ciudad de México                envelope   HTML inside JSON, fines in UMA, "$1,234.56"
+//
+// Their sources carry their own time_zone and currency (BRL, UYU, MXN).
+func RealDemo() []Jurisdiction {
+	person := func(r Record) Record { r.CUIT, r.DNI = DemoCUIT, DemoDNI; return r }
+	fleet := func(r Record) Record { r.CUIT = DemoCUITFleet; return r }
+	return []Jurisdiction{
+		NewJurisdiction(ShapeDataJSON, "sanjuan", "Provincia de San Juan", []Record{
+			person(Record{Domain: DemoPlate, ID: "SJ-2026-018822", Date: "2026-03-06T16:08:00",
+				Description: "Exceso de velocidad", Place: "Av. Libertador General San Martín 2450, Capital",
+				Amount: "185000", Status: StatusUnpaid}),
+			person(Record{Domain: DemoPlate, ID: "SJ-2025-104417", Date: "2025-12-19T10:40:00",
+				Description: "Estacionar en lugar prohibido", Place: "Calle Mendoza 120, Capital",
+				Amount: "1234", Status: StatusPaid}),
+			fleet(Record{Domain: DemoPlateOld, ID: "SJ-2026-020103", Date: "2026-02-11T07:25:00",
+				Description: "Circular sin RTO vigente", Place: "Ruta Nacional 40 km 3, Pocito",
+				Amount: "96500.50", Status: StatusInProcess}),
+		}),
+		NewJurisdiction(ShapeDetran, "saopaulo", "Estado de São Paulo (DETRAN)", []Record{
+			person(Record{Domain: DemoPlate, ID: "1C2345678", Date: "2026-01-10T12:36:11",
+				Description: "Transitar em velocidade superior à máxima permitida em até 20%", Place: "Av. Paulista 1578, São Paulo",
+				Amount: "130.16", Status: StatusUnpaid}),
+			person(Record{Domain: DemoPlate, ID: "1C2398811", Date: "2025-10-03T08:05:42",
+				Description: "Estacionar em desacordo com a regulamentação", Place: "Rua Augusta 900, São Paulo",
+				Amount: "195.23", Status: StatusPaid}),
+			person(Record{Domain: DemoPlateMoto, ID: "1C2401177", Date: "2026-02-21T19:14:03",
+				Description: "Conduzir motocicleta sem capacete", Place: "Rod. dos Bandeirantes km 23, São Paulo",
+				Status: StatusInProcess}),
+		}),
+		NewJurisdiction(ShapeErrorFlag, "montevideo", "Intendencia de Montevideo", []Record{
+			person(Record{Domain: DemoPlate, ID: "IM-2026-0041877", Date: "2026-02-14T21:50:00",
+				Description: "Estacionar en lugar reservado", Place: "Av. 18 de Julio y Ejido",
+				Amount: "6133.50", Units: "3.5", Status: StatusUnpaid}),
+			person(Record{Domain: DemoPlate, ID: "IM-2025-0398120", Date: "2025-11-28T09:15:00",
+				Description: "Exceso de velocidad", Place: "Rambla República de Chile 4500",
+				Amount: "17524.00", Units: "10", Status: StatusInProcess}),
+			person(Record{Domain: DemoPlateMoto, ID: "IM-2026-0050211", Date: "2026-03-02T18:30:00",
+				Description: "Circular sin casco", Place: "Bv. Artigas y Av. Rivera",
+				Amount: "8762.00", Units: "5", Status: StatusUnpaid}),
+		}),
+		NewJurisdiction(ShapeEnvelope, "cdmx", "Ciudad de México", []Record{
+			person(Record{Domain: DemoPlate, ID: "03013139729", Date: "2026-01-22T13:45:00",
+				Description: "Por no respetar los límites de velocidad establecidos en vías primarias", Place: "Av. Insurgentes Sur 1602, Benito Juárez",
+				Amount: "2262.80", Units: "20", Status: StatusUnpaid}),
+			person(Record{Domain: DemoPlate, ID: "03013140115", Date: "2025-09-30T08:20:00",
+				Description: "Estacionarse en lugar prohibido", Place: "Calle Durango 245, Cuauhtémoc",
+				Amount: "1131.40", Units: "10", Status: StatusPaid}),
+			fleet(Record{Domain: DemoPlateOld, ID: "03013141802", Date: "2026-02-05T17:10:00",
+				Description: "Circular en carril confinado", Place: "Eje Central Lázaro Cárdenas y Av. Juárez",
+				Amount: "2262.80", Units: "20", Status: StatusInProcess}),
+		}),
+	}
+}
+
+// DemoAll is what `portalsim -demo` and the aggregator's demo serve: Demo,
+// DialectDemo, then RealDemo.
+func DemoAll() []Jurisdiction {
+	return append(append(Demo(), DialectDemo()...), RealDemo()...)
+}
 
 // NewJurisdiction is a healthy jurisdiction of shape s serving recs, with
 // the defaults of its dialect's settings written out (Paging, OAuth2 with

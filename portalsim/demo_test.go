@@ -187,7 +187,7 @@ func TestDialectDemo(t *testing.T) {
 			t.Errorf("%s has no amount with three decimals", j.ID)
 		}
 	}
-	if all := portalsim.DemoAll(); len(all) != len(portalsim.Demo())+len(js) {
+	if all := portalsim.DemoAll(); len(all) != len(portalsim.Demo())+len(js)+len(portalsim.RealDemo()) {
 		t.Errorf("DemoAll has %d jurisdictions", len(all))
 	}
 }
@@ -222,6 +222,48 @@ func TestNewJurisdictionWritesDefaults(t *testing.T) {
 	for _, s := range portalsim.LosslessShapes() {
 		if !s.Valid() || s == portalsim.ShapeInfracciones {
 			t.Errorf("lossless shape %s", s)
+		}
+	}
+}
+
+func TestRealDemo(t *testing.T) {
+	t.Parallel()
+	js := portalsim.RealDemo()
+	want := map[string]portalsim.Shape{"sanjuan": portalsim.ShapeDataJSON, "saopaulo": portalsim.ShapeDetran,
+		"montevideo": portalsim.ShapeErrorFlag, "cdmx": portalsim.ShapeEnvelope}
+	if len(js) != len(want) {
+		t.Fatalf("%d jurisdictions, want %d", len(js), len(want))
+	}
+	used := make(map[string]bool)
+	for _, j := range append(portalsim.Demo(), portalsim.DialectDemo()...) {
+		used[j.ID] = true
+	}
+	sim, err := portalsim.Start(js)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(sim.Close)
+	c := parseS12(t, portalsim.AggregatorYAML(js, sim.URLs()))
+	for i, j := range js {
+		if want[j.ID] != j.Shape || used[j.ID] || j.Fault.Mode != "" && j.Fault.Mode != portalsim.Healthy {
+			t.Errorf("%s: shape %s, fault %v; want %s, healthy, an id the other demos do not use", j.ID, j.Shape, j.Fault, want[j.ID])
+		}
+		byPlate, byCUIT := 0, 0
+		for _, r := range j.Records {
+			if r.Domain == portalsim.DemoPlate {
+				byPlate++
+			}
+			if r.CUIT == portalsim.DemoCUIT {
+				byCUIT++
+			}
+			if r.Domain == portalsim.DemoPlateClean || r.CUIT == portalsim.DemoCUITClean {
+				t.Errorf("%s: record %s belongs to the clean plate or CUIT", j.ID, r.ID)
+			}
+		}
+		// Its mapping reads every record of DemoPlate.
+		got := newS12Mapper(t, c.Sources[i]).lookup("by_domain", portalsim.DemoPlate)
+		if byCUIT == 0 || got.kind != "ok" || len(got.infractions) != byPlate || byPlate == 0 {
+			t.Errorf("%s: %d records for DemoPlate, %d for DemoCUIT; its mapping reads %s with %d (%s)", j.ID, byPlate, byCUIT, got.kind, len(got.infractions), got.detail)
 		}
 	}
 }

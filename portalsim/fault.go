@@ -47,17 +47,33 @@ const (
 	// SPEC 8 dialects; the JSON shapes of SPEC 6 declare none, so there the
 	// page is merely unreadable). Other calls are served as by Healthy.
 	Maintenance Mode = "maintenance"
+	// Captcha answers the lookups with the challenge a portal serves a
+	// client it takes for a robot, in the portal's own words: a page with
+	// a div.g-recaptcha (ShapeDataJSON, ShapeDetran), a 200
+	// {"error": true, "mensaje": "Debe completar el captcha", …}
+	// (ShapeErrorFlag), a 500 {"code": "999", "message": "missing
+	// captcha"} (ShapeNested). A shape without a challenge of its own
+	// answers 403 with its usual error body. Real portals do it now and
+	// then; here it lasts while the mode is set. Other calls are served as
+	// by Healthy.
+	Captcha Mode = "captcha"
+	// Busy answers the lookups with a portal's "too many queries" page: a
+	// rate limit said in the body only. HTML portals answer 200 with an h1
+	// saying "Demasiadas consultas" (ShapeDetran: "Excesso de consultas"),
+	// with no Retry-After; the others 429 without Retry-After, with their
+	// usual error body. Other calls are served as by Healthy.
+	Busy Mode = "busy"
 )
 
 // Modes lists every mode in a stable order.
 func Modes() []Mode {
-	return []Mode{Healthy, Slow, Flaky, Throttle, Down, Hang, Error, Oversized, Maintenance}
+	return []Mode{Healthy, Slow, Flaky, Throttle, Down, Hang, Error, Oversized, Maintenance, Captcha, Busy}
 }
 
 // Valid reports whether m is a known mode (or empty, meaning Healthy).
 func (m Mode) Valid() bool {
 	switch m {
-	case "", Healthy, Slow, Flaky, Throttle, Down, Hang, Error, Oversized, Maintenance:
+	case "", Healthy, Slow, Flaky, Throttle, Down, Hang, Error, Oversized, Maintenance, Captcha, Busy:
 		return true
 	}
 	return false
@@ -206,6 +222,10 @@ func (f Fault) String() string {
 		details = append(details, fmt.Sprintf("%d MiB", OversizedBytes>>20))
 	case Maintenance:
 		details = append(details, "200 maintenance page")
+	case Captcha:
+		details = append(details, "challenge page")
+	case Busy:
+		details = append(details, "too-many-queries page")
 	}
 	if f.mode() != Slow && f.Latency > 0 {
 		details = append(details, "+"+f.Latency.String())

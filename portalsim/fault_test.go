@@ -128,6 +128,8 @@ func TestFaultString(t *testing.T) {
 		{portalsim.Fault{Mode: portalsim.Slow, Latency: 800 * time.Millisecond}, "slow (800ms)"},
 		{portalsim.Fault{Mode: portalsim.Flaky, FailRate: 0.5, RetryAfter: 2 * time.Second}, "flaky (50% 503, Retry-After 2s)"},
 		{portalsim.Fault{Mode: portalsim.Healthy, Status: 500, Latency: time.Second}, "healthy (+1s, status 500)"},
+		{portalsim.Fault{Mode: portalsim.Captcha}, "captcha (challenge page)"},
+		{portalsim.Fault{Mode: portalsim.Busy, Latency: time.Second}, "busy (too-many-queries page, +1s)"},
 	}
 	for _, tt := range tests {
 		if got := tt.f.String(); got != tt.want {

@@ -65,6 +65,46 @@ func (p *Portal) maintenance(w http.ResponseWriter) {
 	}
 }
 
+// refusal answers a lookup in the Maintenance, Captcha or Busy mode with
+// the dialect's own page, or else its format's.
+func (p *Portal) refusal(w http.ResponseWriter, m Mode) {
+	var own func(*Portal, http.ResponseWriter)
+	switch m {
+	case Maintenance:
+		own = p.d.maintenance
+	case Captcha:
+		own = p.d.captcha
+	case Busy:
+		own = p.d.busy
+	}
+	switch {
+	case own != nil:
+		own(p, w)
+	case m == Maintenance:
+		p.maintenance(w)
+	case m == Captcha:
+		p.fail(w, http.StatusForbidden, captchaText)
+	case p.d.format == formatHTML:
+		p.busyPage(w, busyTitle, busyText)
+	default:
+		p.fail(w, http.StatusTooManyRequests, busyTitle)
+	}
+}
+
+// What the Captcha and Busy pages say, unless a dialect says it its own way.
+const (
+	captchaText = "Debe completar el captcha"
+	busyTitle   = "Demasiadas consultas"
+	busyText    = "Realizó demasiadas consultas en poco tiempo. Espere unos minutos e intente nuevamente."
+)
+
+// busyPage answers 200 with an HTML page whose h1 is title: a rate limit
+// said in the body only, without Retry-After.
+func (p *Portal) busyPage(w http.ResponseWriter, title, text string) {
+	p.writeHTML(w, http.StatusOK, title,
+		"<h1>"+html.EscapeString(title)+"</h1>\n<p>"+html.EscapeString(text)+"</p>\n")
+}
+
 // padding is how the Oversized mode fills a valid body: head, then item
 // over and over, then tail.
 type padding struct{ contentType, head, item, tail string }
@@ -77,11 +117,7 @@ func (d *dialect) padding() padding {
 			xml.Header + `<S:Envelope xmlns:S="` + soapEnvNS + `"><S:Body><ns2:relleno xmlns:ns2="` + multasNS + `">`,
 			"<ns2:x>" + x + "</ns2:x>", "</ns2:relleno></S:Body></S:Envelope>"}
 	case formatHTML:
-		ct := "text/html; charset=utf-8"
-		if d.win1252 {
-			ct = "text/html"
-		}
-		return padding{ct, "<!DOCTYPE html>\n<html><head><title>relleno</title></head><body><table id=\"relleno\"><tbody>\n",
+		return padding{d.htmlContentType(), "<!DOCTYPE html>\n<html><head><title>relleno</title></head><body><table id=\"relleno\"><tbody>\n",
 			"<tr><td>" + x + "</td></tr>\n", "</tbody></table></body></html>\n"}
 	}
 	return padding{jsonContentType, `{"estado":"OK","datos":[`, `{"relleno":"` + x + `"},`, `{}]}`}
@@ -100,19 +136,40 @@ func writeBody(w http.ResponseWriter, status int, contentType, body string) {
 	w.Write([]byte(body))
 }
 
+// htmlContentType is the Content-Type of the dialect's HTML pages: with
+// a charset only when the pages are UTF-8 and say so.
+func (d *dialect) htmlContentType() string {
+	if d.win1252 || d.misdeclared {
+		return "text/html"
+	}
+	return "text/html; charset=utf-8"
+}
+
 // writeHTML answers status with an HTML page of title and body (markup) in
 // the dialect's charset. A windows-1252 page declares its charset in a meta
-// element only, as old sites do: Content-Type says text/html alone.
+// element only, as old sites do: Content-Type says text/html alone. A
+// misdeclared page is UTF-8 whose meta says ISO-8859-1, Content-Type again
+// without a charset: a template copied from an older site.
 func (p *Portal) writeHTML(w http.ResponseWriter, status int, title, body string) {
 	var b strings.Builder
-	contentType := "text/html; charset=utf-8"
-	if p.d.win1252 {
-		contentType = "text/html"
-		b.WriteString(`<!DOCTYPE HTML PUBLIC "-//W3C//DTD HTML 4.01 Transitional//EN" "http://www.w3.org/TR/html4/loose.dtd">` + "\n")
-		b.WriteString("<html>\n<head>\n")
+	contentType := p.d.htmlContentType()
+	lang := p.d.lang
+	if lang == "" && !p.d.win1252 { // the old pages of ShapeHTML name none
+		lang = "es"
+	}
+	htmlTag := "<html>\n<head>\n"
+	if lang != "" {
+		htmlTag = `<html lang="` + lang + `">` + "\n<head>\n"
+	}
+	switch {
+	case p.d.win1252:
+		b.WriteString(`<!DOCTYPE HTML PUBLIC "-//W3C//DTD HTML 4.01 Transitional//EN" "http://www.w3.org/TR/html4/loose.dtd">` + "\n" + htmlTag)
 		b.WriteString(`<meta http-equiv="Content-Type" content="text/html; charset=windows-1252">` + "\n")
-	} else {
-		b.WriteString("<!DOCTYPE html>\n<html lang=\"es\">\n<head>\n<meta charset=\"utf-8\">\n")
+	case p.d.misdeclared:
+		b.WriteString("<!DOCTYPE html>\n" + htmlTag)
+		b.WriteString(`<meta http-equiv="Content-Type" content="text/html; charset=iso-8859-1">` + "\n")
+	default:
+		b.WriteString("<!DOCTYPE html>\n" + htmlTag + "<meta charset=\"utf-8\">\n")
 	}
 	b.WriteString("<title>" + html.EscapeString(title+" - "+p.j.Name) + "</title>\n</head>\n<body>\n")
 	b.WriteString(body)

@@ -47,13 +47,23 @@ type Record struct {
 	DNI  string `json:"dni,omitempty"`
 	// ID is the portal's infraction number, unique within the portal.
 	ID string `json:"id"`
-	// Date is the civil time in Argentina (UTC-3), "2006-01-02T15:04:05".
+	// Date is the portal's civil time, "2006-01-02T15:04:05": Argentina's
+	// (UTC-3) for the shapes of SPEC 6 and 8, that of the portal's
+	// Shape.Locale for the shapes of SPEC 12, none of which writes an
+	// offset.
 	Date        string `json:"date"`
 	Description string `json:"description,omitempty"`
 	Place       string `json:"place,omitempty"`
 	// Amount is a decimal string such as "185000.00"; it may carry more
-	// than two decimals, to exercise rounding.
+	// than two decimals, to exercise rounding. It may be empty (no money:
+	// a written warning) in the shapes of SPEC 12 (RealShapes), each of
+	// which writes its absence its own way ("ISENTO", "-", no member).
 	Amount string `json:"amount"`
+	// Units is the fine in legal units, a decimal such as "100" or "2.5",
+	// written by the shapes of SPEC 12 that state them, each in its own
+	// unit (ShapeNested and ShapeArrays UF, ShapeErrorFlag UR,
+	// ShapeEnvelope UMA); empty when the record has none.
+	Units string `json:"units,omitempty"`
 	// Currency is sent by the shapes that have one; empty leaves it out.
 	Currency string `json:"currency,omitempty"`
 	// Status is StatusUnpaid, StatusPaid or StatusInProcess, which each
@@ -66,8 +76,9 @@ var ErrInvalidJurisdiction = errors.New("invalid jurisdiction")
 
 // Validate reports every problem of j: a missing id, an unknown shape, an
 // invalid fault, impossible Paging, OAuth2 or Session settings, and records without an id, with a duplicate id, a date
-// not in Record.Date's layout, an amount that is not a decimal, or a CUIT
-// whose check digit is wrong.
+// not in Record.Date's layout, an amount or units that are not a decimal
+// (only RealShapes take an empty amount), or a CUIT whose check digit is
+// wrong.
 func (j Jurisdiction) Validate() error {
 	var errs []error
 	bad := func(format string, args ...any) {
@@ -99,8 +110,11 @@ func (j Jurisdiction) Validate() error {
 		if _, err := time.ParseInLocation(recordDateLayout, r.Date, argentina()); err != nil {
 			bad("record %d: date %q is not %s", i, r.Date, recordDateLayout)
 		}
-		if !isDecimal(r.Amount) {
+		if !isDecimal(r.Amount) && (r.Amount != "" || !j.Shape.real()) {
 			bad("record %d: amount %q is not a decimal", i, r.Amount)
+		}
+		if r.Units != "" && !isDecimal(r.Units) {
+			bad("record %d: units %q is not a decimal", i, r.Units)
 		}
 		if r.CUIT != "" && !validCUIT(digits(r.CUIT)) {
 			bad("record %d: CUIT has a wrong check digit or length", i)

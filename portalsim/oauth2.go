@@ -204,6 +204,9 @@ func (p *Portal) handleToken(w http.ResponseWriter, r *http.Request) {
 		case basic && (formHasID || formHasSecret):
 			writeJSON(w, http.StatusBadRequest, oauthError{"invalid_request", "más de un método de autenticación del cliente"})
 			return
+		case basic && p.d.tokenBodyOnly:
+			refuseBasic(p, w)
+			return
 		case basic:
 			// RFC 6749 2.3.1: the client id and secret are form-urlencoded
 			// before Basic; a client that does not do it is served too.

@@ -243,9 +243,9 @@ func (p *Portal) call(w http.ResponseWriter, r *http.Request, k kind, answer fun
 	case Oversized:
 		p.oversized(w, r)
 		return
-	case Maintenance:
+	case Maintenance, Captcha, Busy:
 		if k.lookup() {
-			p.maintenance(w)
+			p.refusal(w, f.mode())
 			return
 		}
 	}

@@ -128,6 +128,12 @@ func TestFaultModes(t *testing.T) {
 		{name: "oversized", fault: portalsim.Fault{Mode: portalsim.Oversized}, status: 200,
 			minBody: portalsim.OversizedBytes},
 		{name: "forced status", fault: portalsim.Fault{Mode: portalsim.Healthy, Status: 500}, status: 500},
+		// A shape without a challenge or a busy page of its own: 403, and
+		// 429 without Retry-After, each with its usual error body.
+		{name: "captcha", fault: portalsim.Fault{Mode: portalsim.Captcha}, status: 403,
+			header: map[string]string{"Content-Type": "application/json; charset=utf-8"}},
+		{name: "busy", fault: portalsim.Fault{Mode: portalsim.Busy}, status: 429,
+			header: map[string]string{"Retry-After": "", "RateLimit": ""}},
 		{name: "forced 503 with retry-after", fault: portalsim.Fault{Mode: portalsim.Slow, Latency: 10 * time.Millisecond, Status: 503, RetryAfter: 3 * time.Second},
 			status: 503, header: map[string]string{"Retry-After": "3"}},
 	}

@@ -5,7 +5,8 @@ package portalsim_test
 // the aggregator will: the subset of XPath 1.0 of location paths of
 // child steps (prefix:name, *, a final @attr), and the subset of CSS of
 // descendant combinators of compound selectors (tag, #id, .class,
-// :nth-child(n), [attr=value]) with SPEC 8's "sel@attr". It is a test
+// :nth-child(n), [attr=value], the value maybe quoted) with SPEC 8's
+// "sel@attr". It is a test
 // device, not a parser to trust with anything else.
 
 import (
@@ -121,7 +122,7 @@ type compound struct {
 	attrValue string
 }
 
-var compoundPart = regexp.MustCompile(`^(?:[a-z][a-z0-9]*|#[\w-]+|\.[\w-]+|:nth-child\(\d+\)|\[[\w-]+=[^\]]+\])`)
+var compoundPart = regexp.MustCompile(`^(?:[a-z][a-z0-9]*|#[\w-]+|\.[\w-]+|:nth-child\(\d+\)|\[[\w-]+=(?:"[^"]*"|'[^']*'|[^\]]+)\])`)
 
 func parseCompound(s string) (compound, error) {
 	var c compound

@@ -59,7 +59,10 @@ const (
 
 	// The dialects of SPEC 8, whose mappings need its keys (format, body,
 	// pagination, auth, …). Each is documented in its own file: soap.go,
-	// htmltable.go, paged.go, oauth2.go, session.go.
+	// htmltable.go, paged.go, oauth2.go, session.go. The shapes of SPEC 12
+	// (RealShapes) are each documented at their constant, in their own
+	// file: datajson.go, nested.go, arrays.go, detran.go, soapjson.go,
+	// columns.go, envelope.go, errorflag.go, oauth2body.go.
 
 	// ShapeSOAP is a SOAP 1.1 web service (XML, namespaced elements).
 	ShapeSOAP Shape = "soap"
@@ -75,9 +78,10 @@ const (
 	ShapeSession Shape = "session"
 )
 
-// Shapes lists every shape in a stable order.
+// Shapes lists every shape in a stable order: SPEC 6's, SPEC 8's, then
+// SPEC 12's (RealShapes).
 func Shapes() []Shape {
-	return []Shape{ShapeActas, ShapeInfracciones, ShapeMultas, ShapeSOAP, ShapeHTML, ShapePaged, ShapeOAuth2, ShapeSession}
+	return append([]Shape{ShapeActas, ShapeInfracciones, ShapeMultas, ShapeSOAP, ShapeHTML, ShapePaged, ShapeOAuth2, ShapeSession}, RealShapes()...)
 }
 
 // LosslessShapes lists the shapes whose answers carry all of a Record:
@@ -162,6 +166,23 @@ type dialect struct {
 	// gate, when set, admits a data call (true) or answers it with a
 	// refusal (false): a missing token, no session.
 	gate func(p *Portal, w http.ResponseWriter, r *http.Request, k kind) bool
+
+	// lang is the language of the HTML pages ("es" when empty);
+	// misdeclared says that they are UTF-8 with a meta declaring
+	// ISO-8859-1 (and a Content-Type without a charset).
+	lang        string
+	misdeclared bool
+	// maintenance, captcha and busy, when set, answer a lookup in the
+	// Maintenance, Captcha and Busy modes instead of the format's page.
+	maintenance, captcha, busy func(p *Portal, w http.ResponseWriter)
+	// tokenBodyOnly says that the OAuth2 token endpoint takes the client's
+	// credentials in the form only (RFC 6749 2.3.1), refusing HTTP Basic.
+	tokenBodyOnly bool
+	// locale is where a portal of SPEC 12 is (Shape.Locale).
+	locale Locale
+	// mapping, for the shapes of SPEC 12, is the source's entry in SPEC
+	// 12's keys (AggregatorYAML writes it instead of the SPEC 6 or 8 one).
+	mapping func(d *dialect, j Jurisdiction, base string) realSource
 }
 
 func dialectOf(s Shape) (*dialect, error) {
@@ -214,6 +235,24 @@ func dialectOf(s Shape) (*dialect, error) {
 		return oauth2Dialect(), nil
 	case ShapeSession:
 		return sessionDialect(), nil
+	case ShapeDataJSON:
+		return dataJSONDialect(), nil
+	case ShapeNested:
+		return nestedDialect(), nil
+	case ShapeArrays:
+		return arraysDialect(), nil
+	case ShapeDetran:
+		return detranDialect(), nil
+	case ShapeSOAPJSON:
+		return soapJSONDialect(), nil
+	case ShapeColumns:
+		return columnsDialect(), nil
+	case ShapeEnvelope:
+		return envelopeDialect(), nil
+	case ShapeErrorFlag:
+		return errorFlagDialect(), nil
+	case ShapeOAuth2Body:
+		return oauth2BodyDialect(), nil
 	}
 	names := make([]string, 0, len(Shapes()))
 	for _, s := range Shapes() {

@@ -60,7 +60,7 @@ func soapDialect() *dialect {
 		statusText: map[string]string{StatusUnpaid: "IMPAGO", StatusPaid: "PAGADO", StatusInProcess: "EN_RECURSO"},
 		answer:     soapAnswer,
 		extra: func(p *Portal) {
-			p.mux.HandleFunc(soapPath, p.handleSOAP)
+			p.mux.HandleFunc(soapPath, p.soapHandler(multasService))
 		},
 	}
 }
@@ -90,24 +90,41 @@ type errSOAP struct {
 
 func (e *errSOAP) Error() string { return e.msg }
 
-func (p *Portal) handleSOAP(w http.ResponseWriter, r *http.Request) {
-	k, vals, err := readSOAP(w, r)
-	if err != nil {
-		var e *errSOAP
-		errors.As(err, &e)
-		p.call(w, r, kindOther, func() {
-			if e.status == http.StatusMethodNotAllowed {
-				w.Header().Set("Allow", http.MethodPost)
-			}
-			p.fail(w, e.status, e.msg)
-		})
-		return
-	}
-	p.serve(w, r, k, vals)
+// soapService is what a SOAP 1.1 service reads of its requests: the
+// namespace of its operations and parameters, the prefix of its
+// SOAPActions, the names of its two lookups and of their parameters
+// (idKind "" when by_id takes none).
+type soapService struct {
+	ns, actionPrefix   string
+	byDomain, byID     string
+	domain, id, idKind string
 }
 
-// readSOAP reads the operation of a SOAP request and its parameters.
-func readSOAP(w http.ResponseWriter, r *http.Request) (kind, map[string]string, error) {
+// multasService is ShapeSOAP's service.
+var multasService = soapService{ns: multasNS, actionPrefix: soapActionPrefix,
+	byDomain: soapByDomain, byID: soapByID, domain: "dominio", id: "numero", idKind: "tipo"}
+
+// soapHandler serves the SOAP endpoint of svc.
+func (p *Portal) soapHandler(svc soapService) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		k, vals, err := svc.read(w, r)
+		if err != nil {
+			var e *errSOAP
+			errors.As(err, &e)
+			p.call(w, r, kindOther, func() {
+				if e.status == http.StatusMethodNotAllowed {
+					w.Header().Set("Allow", http.MethodPost)
+				}
+				p.fail(w, e.status, e.msg)
+			})
+			return
+		}
+		p.serve(w, r, k, vals)
+	}
+}
+
+// read reads the operation of a SOAP request and its parameters.
+func (svc soapService) read(w http.ResponseWriter, r *http.Request) (kind, map[string]string, error) {
 	if r.Method != http.MethodPost {
 		return kindOther, nil, &errSOAP{http.StatusMethodNotAllowed, "el servicio se consulta por POST"}
 	}
@@ -127,28 +144,32 @@ func readSOAP(w http.ResponseWriter, r *http.Request) (kind, map[string]string, 
 		return kindOther, nil, &errSOAP{http.StatusBadRequest, "el cuerpo SOAP debe tener una operación"}
 	}
 	op := env.Body.Ops[0]
-	if op.XMLName.Space != multasNS || (op.XMLName.Local != soapByDomain && op.XMLName.Local != soapByID) {
+	if op.XMLName.Space != svc.ns || (op.XMLName.Local != svc.byDomain && op.XMLName.Local != svc.byID) {
 		return kindOther, nil, &errSOAP{http.StatusBadRequest, "operación desconocida"}
 	}
-	if action := strings.Trim(actions[0], `"`); action != "" && action != soapActionPrefix+op.XMLName.Local {
+	if action := strings.Trim(actions[0], `"`); action != "" && action != svc.actionPrefix+op.XMLName.Local {
 		return kindOther, nil, &errSOAP{http.StatusBadRequest, "SOAPAction no coincide con la operación"}
 	}
 	params := make(map[string]string)
 	for _, prm := range op.Params {
-		if prm.XMLName.Space == multasNS || prm.XMLName.Space == "" {
+		if prm.XMLName.Space == svc.ns || prm.XMLName.Space == "" {
 			params[prm.XMLName.Local] = strings.TrimSpace(prm.Value)
 		}
 	}
-	if op.XMLName.Local == soapByDomain {
-		if params["dominio"] == "" {
-			return kindOther, nil, &errSOAP{http.StatusBadRequest, "falta el parámetro dominio"}
+	if op.XMLName.Local == svc.byDomain {
+		if params[svc.domain] == "" {
+			return kindOther, nil, &errSOAP{http.StatusBadRequest, "falta el parámetro " + svc.domain}
 		}
-		return kindByDomain, map[string]string{"domain": params["dominio"]}, nil
+		return kindByDomain, map[string]string{"domain": params[svc.domain]}, nil
 	}
-	if params["numero"] == "" {
-		return kindOther, nil, &errSOAP{http.StatusBadRequest, "falta el parámetro numero"}
+	if params[svc.id] == "" {
+		return kindOther, nil, &errSOAP{http.StatusBadRequest, "falta el parámetro " + svc.id}
 	}
-	return kindByID, map[string]string{"id": params["numero"], "id_kind": params["tipo"]}, nil
+	vals := map[string]string{"id": params[svc.id]}
+	if svc.idKind != "" {
+		vals["id_kind"] = params[svc.idKind]
+	}
+	return kindByID, vals, nil
 }
 
 // soapRequestBody is the envelope of a request for operation op with its

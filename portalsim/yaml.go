@@ -21,6 +21,10 @@ import (
 // unavailable and status_map; pagination; auth.oauth2 or auth.session. A jurisdiction without a base URL is
 // left out; an unknown shape is written as a YAML comment, so a config
 // built from it fails validation instead of silently missing a source.
+//
+// A source of a SPEC 12 shape (RealShapes) is written in SPEC 12's keys
+// as well, with its locale (time_zone, currency): each shape's constant
+// says what its mapping reads and how.
 func AggregatorYAML(js []Jurisdiction, baseURLs map[string]string) string {
 	var b strings.Builder
 	var entries []string
@@ -42,11 +46,14 @@ func AggregatorYAML(js []Jurisdiction, baseURLs map[string]string) string {
 }
 
 func sourceYAML(j Jurisdiction, base string) string {
+	d, err := dialectOf(j.Shape)
+	if err == nil && d.mapping != nil {
+		return realYAML(d.mapping(d, j.withDefaults(), base))
+	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "  - id: %s\n", q(j.ID))
 	fmt.Fprintf(&b, "    jurisdiction: %s\n", q(j.Name))
 	fmt.Fprintf(&b, "    base_url: %s\n", q(base))
-	d, err := dialectOf(j.Shape)
 	if err != nil {
 		fmt.Fprintf(&b, "    # %s\n", strings.ReplaceAll(err.Error(), "\n", " "))
 		return b.String()

@@ -7,7 +7,11 @@
 // portalsim.Demo, then one portal in each dialect of SPEC 8 (neuquen SOAP,
 // tucuman an HTML table in windows-1252, chubut a paginated JSON API,
 // entrerios behind OAuth2 client credentials, misiones behind a session
-// page). -only serves some of them, e.g. one dialect standalone:
+// page), then four real-portal shapes of SPEC 12 (sanjuan JSON in an HTML
+// attribute, saopaulo a DETRAN page in windows-1252, montevideo {"error": …}
+// bodies with fines in UR, cdmx HTML inside JSON with fines in UMA; the
+// other shapes of portalsim.RealShapes are served from a -jurisdictions
+// file). -only serves some of them, e.g. one dialect standalone:
 //
 //	portalsim -only tucuman
 //
@@ -16,11 +20,14 @@
 // the portals listen on the following ports, one each (9101, 9102, …), or
 // on free ports when the port is 0. It prints each portal's id, dialect,
 // behaviour and base URL, then the `sources:` YAML (or writes it to
-// -config-out); the sources of the SPEC 8 dialects use SPEC 8's keys.
+// -config-out); the sources of the SPEC 8 dialects use SPEC 8's keys, those
+// of SPEC 12's shapes SPEC 12's.
 // Each portal's behaviour can be changed while it runs:
 //
 //	curl -X PUT -d '{"mode":"flaky","fail_rate":0.3,"retry_after":"5s"}' http://127.0.0.1:9101/_sim/fault
 //	curl -X PUT -d '{"mode":"maintenance"}' http://127.0.0.1:9109/_sim/fault
+//	curl -X PUT -d '{"mode":"captcha"}' http://127.0.0.1:9113/_sim/fault     # the portal's captcha challenge
+//	curl -X PUT -d '{"mode":"busy"}' http://127.0.0.1:9113/_sim/fault        # "demasiadas consultas", in a 200
 //	curl -X POST http://127.0.0.1:9111/_sim/tokens/revoke      # OAuth2: every token invalid
 //	curl -X POST http://127.0.0.1:9112/_sim/sessions/expire    # session: every session ended
 //	curl http://127.0.0.1:9111/_sim/calls                      # counts, tokens issued included
