@@ -83,14 +83,14 @@ type Auth struct {
 
 // OAuth2 is the client-credentials grant (RFC 6749 section 4.4).
 type OAuth2 struct {
-	TokenURL     string   `yaml:"token_url" json:"token_url"`
-	ClientID     string   `yaml:"client_id" json:"-"`
-	ClientSecret string   `yaml:"client_secret" json:"-"`
+	TokenURL     string `yaml:"token_url" json:"token_url"`
+	ClientID     string `yaml:"client_id" json:"-"`
+	ClientSecret string `yaml:"client_secret" json:"-"`
 	// ClientAuth is how the client authenticates to the token endpoint
 	// (RFC 6749 section 2.3.1): basic (HTTP Basic, the default) or body
 	// (client_id and client_secret in the form).
-	ClientAuth string `yaml:"client_auth" json:"client_auth,omitempty"`
-	Scopes       []string `yaml:"scopes" json:"scopes,omitempty"`
+	ClientAuth string   `yaml:"client_auth" json:"client_auth,omitempty"`
+	Scopes     []string `yaml:"scopes" json:"scopes,omitempty"`
 }
 
 // Session is a page visited first, whose cookies and extracted values the

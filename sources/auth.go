@@ -22,7 +22,7 @@ type OAuth2 struct {
 	// ClientAuth is "basic" (HTTP Basic; "" too) or "body" (the
 	// credentials in the token request's form, RFC 6749 section 2.3.1).
 	ClientAuth string
-	Scopes                           []string
+	Scopes     []string
 }
 
 // Session is a page visited before the calls, whose cookies and extracted
