@@ -61,6 +61,7 @@ sources:
       format: html
       charset: windows-1252
       items: "table#actas tr"
+      not_found: p.sin-actas
       fields: {id: "@data-acta", place: td}
   - id: maint
     jurisdiction: Mendoza
@@ -69,6 +70,7 @@ sources:
     response:
       format: html
       items: "table#actas tr"
+      not_found: p.sin-actas
       fields: {id: "@data-acta"}
       unavailable: h1.mantenimiento
 `, soap, page, maint)

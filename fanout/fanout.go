@@ -12,6 +12,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/sync/singleflight"
@@ -21,6 +23,7 @@ import (
 	"github.com/multas/aggregator/problem"
 	"github.com/multas/aggregator/ratelimit"
 	"github.com/multas/aggregator/sources"
+	"github.com/multas/aggregator/sources/normalize"
 )
 
 // Retry is the retry policy of one source (SPEC 4.3).
@@ -282,8 +285,18 @@ func (e *Engine) entry(m Member, op aggregator.Operation, o aggregator.Outcome, 
 	return part{entry: en}
 }
 
-// describe says what happened in words that carry no personal data.
+// maxDetail bounds a problem's detail: what an answer could not be read
+// for may quote the portal (SPEC 9).
+const maxDetail = 300
+
+// describe says what happened in words that carry no personal data. The
+// detail an errors rule found in the answer (sources.Error.Detail) is the
+// portal's own word, and comes first.
 func describe(o aggregator.Outcome, status int, err error) string {
+	var se *sources.Error
+	if errors.As(err, &se) && se.Detail != "" {
+		return normalize.Detail(se.Detail)
+	}
 	switch o {
 	case aggregator.Timeout:
 		return "The source did not answer within its timeout."
@@ -295,9 +308,11 @@ func describe(o aggregator.Outcome, status int, err error) string {
 	case aggregator.Rejected:
 		return fmt.Sprintf("The portal refused the request with HTTP %d.", status)
 	case aggregator.Unreadable:
-		var se *sources.Error
-		if errors.As(err, &se) && se.Err != nil {
-			return "The portal's answer could not be read: " + se.Err.Error() + "."
+		if errors.Is(err, sources.ErrUnbuildable) {
+			return bounded("The request to the portal could not be made, so nothing was sent: " + se.Err.Error() + ".")
+		}
+		if se != nil && se.Err != nil {
+			return bounded("The portal's answer could not be read: " + se.Err.Error() + ".")
 		}
 		return "The portal's answer could not be read."
 	case aggregator.RateLimited:
@@ -335,4 +350,18 @@ func (e *Engine) observe(source string, op aggregator.Operation, o aggregator.Ou
 	if e.opts.Observer != nil {
 		e.opts.Observer.SourceCall(source, op, o, d)
 	}
+}
+
+// bounded is s without control characters, at most maxDetail runes.
+func bounded(s string) string {
+	s = strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) || unicode.Is(unicode.Cf, r) {
+			return ' '
+		}
+		return r
+	}, strings.ToValidUTF8(s, "\uFFFD"))
+	if utf8.RuneCountInString(s) <= maxDetail {
+		return s
+	}
+	return string([]rune(s)[:maxDetail-1]) + "…"
 }

@@ -44,6 +44,7 @@ type spec8Source struct {
 		Fields      map[string]string `yaml:"fields"`
 		NotFound    string            `yaml:"not_found"`
 		Unavailable string            `yaml:"unavailable"`
+		Decimal     string            `yaml:"decimal"`
 		StatusMap   map[string]string `yaml:"status_map"`
 	} `yaml:"response"`
 	Pagination *struct {

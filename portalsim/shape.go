@@ -141,6 +141,9 @@ type dialect struct {
 	// selector of the item elements), and fields each value in one item.
 	items  string
 	fields []field
+	// decimal is the separator of decimals in amounts written as text, as
+	// the mapping must say (SPEC 12): "185000.000" is otherwise ambiguous.
+	decimal string
 	// statusText translates StatusUnpaid, StatusPaid and StatusInProcess.
 	statusText map[string]string
 	// upperStatusMap writes the status_map keys upper case, unlike the
@@ -196,6 +199,7 @@ func dialectOf(s Shape) (*dialect, error) {
 			items:    "/resultado/actas",
 			fields: []field{{"id", "/nro"}, {"date", "/fecha"}, {"description", "/detalle"},
 				{"place", "/lugar"}, {"amount", "/monto"}, {"currency", "/moneda"}, {"status", "/estado"}},
+			decimal:    ".",
 			statusText: map[string]string{StatusUnpaid: "IMPAGA", StatusPaid: "PAGADA", StatusInProcess: "EN GESTION"},
 			render:     renderActas,
 		}, nil
@@ -222,6 +226,7 @@ func dialectOf(s Shape) (*dialect, error) {
 			fields: []field{{"id", "/id"}, {"date", "/fecha_hora"}, {"description", "/motivo"},
 				{"place", "/ubicacion/direccion"}, {"amount", "/importe/valor"},
 				{"currency", "/importe/moneda"}, {"status", "/estado"}},
+			decimal:    ".",
 			statusText: map[string]string{StatusUnpaid: "pendiente", StatusPaid: "pagada", StatusInProcess: "en_revision"},
 			render:     renderMultas,
 		}, nil

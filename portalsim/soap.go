@@ -54,6 +54,7 @@ func soapDialect() *dialect {
 	return &dialect{
 		voucher: "/ws/boletas/{infraction_id}",
 		format:  formatXML,
+		decimal: ".",
 		items:   "/s:Envelope/s:Body/*/m:resultado/m:actas/m:acta",
 		fields: []field{{"id", "m:numero"}, {"date", "m:fecha"}, {"description", "m:descripcion"},
 			{"place", "m:lugar"}, {"amount", "m:importe"}, {"currency", "m:importe/@moneda"}, {"status", "m:estado"}},

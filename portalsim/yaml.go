@@ -72,6 +72,9 @@ func sourceYAML(j Jurisdiction, base string) string {
 	fmt.Fprintf(&b, "      by_id: {method: GET, path: %s%s}\n", q(d.byID), accepts)
 	fmt.Fprintf(&b, "      voucher: {method: GET, path: %s}\n", q(d.voucher))
 	b.WriteString("    response:\n")
+	if d.decimal != "" {
+		fmt.Fprintf(&b, "      decimal: %s\n", q(d.decimal))
+	}
 	fmt.Fprintf(&b, "      items: %s\n", q(d.items))
 	fields := make([]string, 0, len(d.fields))
 	for _, f := range d.fields {

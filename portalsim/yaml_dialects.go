@@ -46,14 +46,22 @@ func dialectYAML(b *strings.Builder, j Jurisdiction, d *dialect, base string) {
 	default:
 		b.WriteString("      format: json\n")
 	}
+	if d.decimal != "" {
+		fmt.Fprintf(b, "      decimal: %s\n", q(d.decimal))
+	}
 	fmt.Fprintf(b, "      items: %s\n", q(d.items))
 	fields := make([]string, 0, len(d.fields))
 	for _, f := range d.fields {
 		fields = append(fields, f.name+": "+q(f.sel))
 	}
 	fmt.Fprintf(b, "      fields: {%s}\n", strings.Join(fields, ", "))
-	if d.format == formatHTML {
+	switch d.format {
+	case formatHTML:
 		fmt.Fprintf(b, "      not_found: %s\n", q(htmlNotFound))
+	case formatXML:
+		// No records is an empty actas (SPEC 12: an xml source says how
+		// its no-results answer looks).
+		fmt.Fprintf(b, "      not_found: %s\n", q("/s:Envelope/s:Body/*/m:resultado[m:cantidad = 0]"))
 	}
 	fmt.Fprintf(b, "      unavailable: %s\n", q(unavailable))
 	fmt.Fprintf(b, "      status_map: {%s}\n", strings.Join(statusMapYAML(d), ", "))

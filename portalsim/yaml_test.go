@@ -31,6 +31,7 @@ type sourcesConfig struct {
 			Accepts []string `yaml:"accepts"`
 		} `yaml:"operations"`
 		Response struct {
+			Decimal   string            `yaml:"decimal"`
 			Items     string            `yaml:"items"`
 			Fields    map[string]string `yaml:"fields"`
 			StatusMap map[string]string `yaml:"status_map"`

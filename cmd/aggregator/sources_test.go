@@ -43,7 +43,7 @@ func TestSourcesCheckDemoDialects(t *testing.T) {
 		{"every source", []string{"-domain", "ab123cd"},
 			[]string{
 				"== caba (Ciudad de Buenos Aires): by_domain", "== santafe", "== neuquen", "== tucuman",
-				"< 200 OK", "id=Q-10442 date=2026-03-14T09:12:00-03:00 amount=185000.00 currency=ARS status=unpaid",
+				"< 200 OK", "id=Q-10442 date=2026-03-14T09:12:00-03:00 amount=185000.00 currency=ARS units=- status=unpaid",
 				"id=NQN-2026-001234", "id=TUC-26-004455", `place="Calle Córdoba 650, San Miguel de Tucumán"`,
 				"4 of 4 source(s) answered and mapped",
 			}, 0},
@@ -116,6 +116,7 @@ func TestSourcesCheckReports(t *testing.T) {
     response:
       format: html
       items: "table#actas tbody tr"
+      not_found: p.sin-actas
       fields: {id: "td:nth-child(1)", date: "td:nth-child(2)", description: "td:nth-child(3)",
                amount: "td:nth-child(4)", status: "td:nth-child(5)", place: "td:nth-child(9)"}
       status_map: {IMPAGA: unpaid}
@@ -157,7 +158,7 @@ func TestSourcesCheckReports(t *testing.T) {
 	}{
 		{"masked secret, mapped item", []string{"-source", "json", "-domain", "AB123CD"}, 0,
 			[]string{"> GET " + portal.URL + "/api/multas?dominio=AB123CD", "> Authorization: ***",
-				`"nro":"J-7"`, "id=J-7 date=2026-01-02T10:00:00-03:00 amount=1500.00 currency=ARS status=unpaid status_raw=IMPAGA",
+				`"nro":"J-7"`, "id=J-7 date=2026-01-02T10:00:00-03:00 amount=1500.00 currency=ARS units=- status=unpaid status_raw=IMPAGA",
 				`place="Ruta 3"`, "OK: 1 infraction(s)", "1 of 1 source(s)"}, nil},
 		{"place never matches", []string{"-source", "html", "-domain", "AB123CD"}, 1,
 			[]string{"id=A-1 date=2026-03-05T00:00:00-03:00 amount=1234.50",

@@ -99,8 +99,9 @@ func (r *run) fill(vals *[numFields]fieldValue, inf *aggregator.Infraction) erro
 	switch {
 	case inf.ID == "" && r.ins != nil && !m.fields[fieldID].configured:
 		r.ins.refuse()
-	case inf.Units != nil && inf.Amount == "" && !vals[fieldCurrency].present:
-		// Units are never passed off as money.
+	case inf.Amount == "":
+		// A currency goes with money only: units (or nothing) are never
+		// passed off as money.
 		inf.Currency = ""
 	}
 	if r.ins != nil {

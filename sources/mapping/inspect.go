@@ -64,7 +64,7 @@ type FieldProblem struct {
 func (p FieldProblem) String() string {
 	switch p.Reason {
 	case ReasonMissing:
-		return fmt.Sprintf("%s: %s matched nothing", p.Field, p.Selector)
+		return fmt.Sprintf("%s: selector %s matched nothing", p.Field, p.Selector)
 	case ReasonUnknownStatus:
 		return fmt.Sprintf("%s: %q is not in response.status_map (status unknown)", p.Field, p.Value)
 	case ReasonSuspectText:
@@ -73,7 +73,16 @@ func (p FieldProblem) String() string {
 	if p.Value == "" {
 		return fmt.Sprintf("%s: %s", p.Field, p.Detail)
 	}
-	return fmt.Sprintf("%s: %q %s", p.Field, p.Value, p.Detail)
+	what := "a value"
+	switch p.Field {
+	case "date":
+		what = "a date"
+	case "amount", "units":
+		what = "an amount"
+	case "id":
+		what = "an id"
+	}
+	return fmt.Sprintf("%s: %q is not %s: %s", p.Field, p.Value, what, p.Detail)
 }
 
 // Inspect maps an answer as Read would, but reports every item and every
