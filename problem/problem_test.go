@@ -32,6 +32,8 @@ func TestCatalogNew(t *testing.T) {
 		{problem.Forbidden, 403},
 		{problem.NotFound, 404},
 		{problem.MethodNotAllowed, 405},
+		{problem.RequestTimeout, 408},
+		{problem.PayloadTooLarge, 413},
 		{problem.TooManyRequests, 429},
 		{problem.Overloaded, 503},
 		{problem.Internal, 500},
