@@ -1,79 +1,16 @@
 package server_test
 
 import (
-	"bufio"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/multas/aggregator/app"
-	"github.com/multas/aggregator/config"
-	"github.com/multas/aggregator/server"
 )
-
-// healthyApp is a replica with one source whose portal answers one
-// infraction at once, configured with the server block given (YAML flow
-// members, "" for the defaults), served by server.HTTPServer on a loopback
-// port until the test ends. change, when not nil, is applied to the
-// http.Server first.
-func healthyApp(tb testing.TB, serverBlock string, change func(*http.Server)) (*app.App, string) {
-	tb.Helper()
-	portal := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = io.WriteString(w, `{"actas": [{"nro": "A-1"}]}`)
-	}))
-	tb.Cleanup(portal.Close)
-	cfg, err := config.Parse([]byte(`server: {admin_token: "`+fuzzAdminToken+`"`+serverBlock+`}
-problems: {base_uri: "`+fuzzBase+`"}
-webhooks: {allow_private: true}
-sources:
-  - id: caba
-    jurisdiction: Ciudad de Buenos Aires
-    base_url: `+portal.URL+`
-    operations:
-      by_domain: {path: "/actas?dominio={domain}"}
-    response: {items: /actas, fields: {id: /nro}}
-`), "healthy.yaml", nil)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	a, err := app.New(cfg, app.Options{})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { _ = a.Close() })
-	srv := server.HTTPServer("127.0.0.1:0", a.Server, time.Duration(cfg.Query.MaxDeadline))
-	if change != nil {
-		change(srv)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = srv.Serve(ln)
-	}()
-	tb.Cleanup(func() {
-		_ = srv.Close()
-		<-done
-	})
-	return a, ln.Addr().String()
-}
-
-// asyncHead is the head of a POST /v1/queries whose body of n bytes is
-// still to come.
-func asyncHead(n int) string {
-	return fmt.Sprintf("POST /v1/queries HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n", n)
-}
 
 // BenchmarkSlowBodyAttack is the attack of issue 18 on a replica with the
 // default configuration: 1,100 connections each sending the body of a
@@ -172,31 +109,24 @@ func dribble(addr string, stop <-chan struct{}) {
 		return
 	}
 	defer c.Close()
-	const body = `{"domain": "AB123CD", "callback_url": "http://127.0.0.1:1/hook"}`
-	if _, err := io.WriteString(c, asyncHead(len(body)*1000)); err != nil {
+	if _, err := io.WriteString(c, bodyRequest(0, len(asyncBody)*1000, "")); err != nil {
 		return
 	}
 	answered := make(chan struct{})
 	go func() {
 		defer close(answered)
-		_, _ = bufio.NewReader(c).ReadByte()
+		_, _ = c.Read(make([]byte, 1))
 	}()
-	tick := time.NewTicker(time.Second)
-	defer tick.Stop()
-	for i := 0; ; i++ {
+	quit := make(chan struct{})
+	go func() {
+		defer close(quit)
 		select {
 		case <-stop:
-			c.Close()
-			<-answered
-			return
 		case <-answered:
-			return
-		case <-tick.C:
-			if _, err := c.Write([]byte{body[i%len(body)]}); err != nil {
-				c.Close()
-				<-answered
-				return
-			}
 		}
-	}
+	}()
+	drip(c, asyncBody, time.Second, quit)
+	c.Close()
+	<-answered
+	<-quit
 }

@@ -102,11 +102,16 @@ func (s *Server) recoverer(c *gin.Context) {
 func (s *Server) accessLog(c *gin.Context) {
 	start := time.Now()
 	c.Next()
+	s.record(c, time.Since(start))
+}
+
+// record logs and counts an answer that took elapsed: accessLog's, and
+// those given before it runs (a refused body, overloaded).
+func (s *Server) record(c *gin.Context, elapsed time.Duration) {
 	route := c.FullPath()
 	if route == "" {
 		route = "unmatched"
 	}
-	elapsed := time.Since(start)
 	s.opts.Logger.LogAttrs(c.Request.Context(), slog.LevelDebug, "request",
 		slog.String("method", c.Request.Method), slog.String("route", route),
 		slog.Int("status", c.Writer.Status()), slog.Float64("duration_ms", durationMS(elapsed)))
