@@ -224,9 +224,10 @@ func TestCheck(t *testing.T) {
 	t.Parallel()
 	v := apitest.New(t)
 
-	noStore := http.Header{"Content-Type": {"application/json"}, "Cache-Control": {"no-store"}}
-	jsonCT := http.Header{"Content-Type": {"application/json; charset=utf-8"}}
-	problemCT := http.Header{"Content-Type": {"application/problem+json"}}
+	nosniff := []string{"nosniff"}
+	noStore := http.Header{"Content-Type": {"application/json"}, "Cache-Control": {"no-store"}, "X-Content-Type-Options": nosniff}
+	jsonCT := http.Header{"Content-Type": {"application/json; charset=utf-8"}, "X-Content-Type-Options": nosniff}
+	problemCT := http.Header{"Content-Type": {"application/problem+json"}, "X-Content-Type-Options": nosniff}
 	with := func(h http.Header, kv ...string) http.Header {
 		h = h.Clone()
 		for i := 0; i+1 < len(kv); i += 2 {
@@ -417,6 +418,10 @@ func TestCheck(t *testing.T) {
 		{"unknown path 404", "GET", "/nope", 404, problemCT, notFound, true},
 		{"unknown path 404 not a problem", "GET", "/nope", 404, http.Header{"Content-Type": {"text/plain"}}, "404 page not found", false},
 		{"unknown path 200", "GET", "/nope", 200, jsonCT, "{}", false},
+		{"result without nosniff", "GET", "/v1/infractions?domain=AB123CD", 200, without(noStore, "X-Content-Type-Options"), validResult, false},
+		{"problem without nosniff", "GET", "/v1/infractions", 400, without(problemCT, "X-Content-Type-Options"), invalidQuery, false},
+		{"unknown path 404 without nosniff", "GET", "/nope", 404, without(problemCT, "X-Content-Type-Options"), notFound, false},
+		{"healthz sniffable", "GET", "/healthz", 200, with(jsonCT, "X-Content-Type-Options", "sniff"), `{"status": "ok"}`, false},
 		{"body too large", "POST", "/v1/queries", 413, with(problemCT, "Connection", "close"),
 			`{"type": "https://x.example/problems/payload-too-large", "title": "Payload too large", "status": 413}`, true},
 		{"body too large for the admin", "PUT", "/v1/admin/sources/caba/breaker", 413, problemCT,
@@ -469,7 +474,7 @@ func TestDomainTypesMatchSpec(t *testing.T) {
 		t.Fatal(err)
 	}
 	req := httptest.NewRequest("GET", "/v1/infractions?domain=AB123CD", nil)
-	v.Check(t, req, 200, http.Header{"Content-Type": {"application/json"}, "Cache-Control": {"no-store"}}, body)
+	v.Check(t, req, 200, http.Header{"Content-Type": {"application/json"}, "Cache-Control": {"no-store"}, "X-Content-Type-Options": {"nosniff"}}, body)
 
 	bad := cat.New(problem.InvalidQuery, "bad")
 	bad.InvalidParams = []problem.InvalidParam{{Name: "domain", Reason: "not a plate"}}
@@ -477,7 +482,7 @@ func TestDomainTypesMatchSpec(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	v.Check(t, req, 400, http.Header{"Content-Type": {"application/problem+json"}}, body)
+	v.Check(t, req, 400, http.Header{"Content-Type": {"application/problem+json"}, "X-Content-Type-Options": {"nosniff"}}, body)
 }
 
 func TestCheckRecorderAndResponse(t *testing.T) {
@@ -485,6 +490,7 @@ func TestCheckRecorderAndResponse(t *testing.T) {
 	v := apitest.New(t)
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("X-Content-Type-Options", "nosniff")
 		_, _ = w.Write([]byte(`{"status": "ok"}`))
 	})
 	req := httptest.NewRequest("GET", "/healthz", nil)
@@ -555,7 +561,7 @@ func TestCheckRequestID(t *testing.T) {
 	}
 	for _, tt := range tests {
 		r := &recorder{TB: t}
-		h := http.Header{"Content-Type": {"application/problem+json"}, "X-Request-Id": {tt.header}}
+		h := http.Header{"Content-Type": {"application/problem+json"}, "X-Content-Type-Options": {"nosniff"}, "X-Request-Id": {tt.header}}
 		v.Check(r, req, 404, h, tt.body)
 		if tt.ok != (len(r.errors) == 0) {
 			t.Errorf("%s: ok %v, errors %v", tt.name, tt.ok, r.errors)
@@ -564,7 +570,7 @@ func TestCheckRequestID(t *testing.T) {
 	// A documented header is validated on a routed answer.
 	r := &recorder{TB: t}
 	v.Check(r, httptest.NewRequest("GET", "/healthz", nil), 200,
-		http.Header{"Content-Type": {"application/json"}, "X-Request-Id": {"two words"}}, []byte(`{"status": "ok"}`))
+		http.Header{"Content-Type": {"application/json"}, "X-Content-Type-Options": {"nosniff"}, "X-Request-Id": {"two words"}}, []byte(`{"status": "ok"}`))
 	if len(r.errors) == 0 {
 		t.Error("an X-Request-Id with a space was accepted")
 	}

@@ -218,8 +218,9 @@ func (c Catalog) Invalid(params ...InvalidParam) *Problem {
 // ContentType is the media type of a problem document.
 const ContentType = "application/problem+json"
 
-// Write sends p as the response, with its status and, when RetryAfter is
-// set, a Retry-After header. extra, when not nil, is encoded in place of p
+// Write sends p as the response, with its status, X-Content-Type-Options:
+// nosniff (SPEC 9: every JSON answer) and, when RetryAfter is set, a
+// Retry-After header. extra, when not nil, is encoded in place of p
 // (a struct embedding *Problem with extension members). When the answer
 // already has an X-Request-Id header and p no RequestID, p takes it, so
 // that every problem document carries the id of its answer.
@@ -229,6 +230,7 @@ func Write(w http.ResponseWriter, p *Problem, extra any) {
 		p.RequestID = h.Get(correlation.Header)
 	}
 	h.Set("Content-Type", ContentType)
+	h.Set("X-Content-Type-Options", "nosniff")
 	if p.RetryAfter != nil {
 		h.Set("Retry-After", strconv.Itoa(*p.RetryAfter))
 	}

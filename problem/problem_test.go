@@ -104,6 +104,9 @@ func TestWrite(t *testing.T) {
 	if ra := rec.Header().Get("Retry-After"); ra != "2" {
 		t.Errorf("Retry-After %q, want 2", ra)
 	}
+	if ns := rec.Header().Get("X-Content-Type-Options"); ns != "nosniff" {
+		t.Errorf("X-Content-Type-Options %q, want nosniff", ns)
+	}
 	var got map[string]any
 	if err := json.Unmarshal(rec.Body.Bytes(), &got); err != nil {
 		t.Fatal(err)

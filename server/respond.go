@@ -14,9 +14,11 @@ import (
 	"github.com/multas/aggregator/problem"
 )
 
-// writeJSON answers v as application/json.
+// writeJSON answers v as application/json, never to be sniffed as
+// anything else (SPEC 9).
 func writeJSON(c *gin.Context, status int, v any) {
 	c.Header("Content-Type", "application/json")
+	c.Header("X-Content-Type-Options", "nosniff")
 	c.Status(status)
 	enc := json.NewEncoder(c.Writer)
 	_ = enc.Encode(v)

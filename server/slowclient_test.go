@@ -465,3 +465,51 @@ func TestOversizedBodyRefusedUnread(t *testing.T) {
 		})
 	}
 }
+
+// Every JSON answer, application/json and application/problem+json, says
+// X-Content-Type-Options: nosniff (SPEC 9): results, listings, health,
+// and problems of every origin (validation, routing, authentication, a
+// refused body). apitest checks it on every answer it validates too.
+func TestJSONAnswersNotSniffed(t *testing.T) {
+	t.Parallel()
+	_, addr := healthyApp(t, "", nil)
+	client := &http.Client{Timeout: time.Minute}
+	t.Cleanup(client.CloseIdleConnections)
+	for _, tt := range []struct {
+		method, path, auth, body string
+		status                   int
+	}{
+		{http.MethodGet, "/v1/infractions?domain=AB123CD", "", "", http.StatusOK},
+		{http.MethodGet, "/v1/infractions?domain=nope", "", "", http.StatusBadRequest},
+		{http.MethodGet, "/v1/sources", "", "", http.StatusOK},
+		{http.MethodPost, "/v1/queries", "", asyncBody, http.StatusAccepted},
+		{http.MethodGet, "/v1/queries/nope", "", "", http.StatusNotFound},
+		{http.MethodGet, "/v1/admin/breakers", "", "", http.StatusUnauthorized},
+		{http.MethodGet, "/v1/admin/breakers", fuzzAdminToken, "", http.StatusOK},
+		{http.MethodPost, "/v1/queries", "", strings.Repeat(" ", server.MaxBodyBytes+1), http.StatusRequestEntityTooLarge},
+		{http.MethodGet, "/healthz", "", "", http.StatusOK},
+		{http.MethodGet, "/readyz", "", "", http.StatusOK},
+		{http.MethodGet, "/nowhere", "", "", http.StatusNotFound},
+		{http.MethodDelete, "/v1/sources", "", "", http.StatusMethodNotAllowed},
+	} {
+		req, err := http.NewRequest(tt.method, "http://"+addr+tt.path, strings.NewReader(tt.body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tt.auth != "" {
+			req.Header.Set("Authorization", "Bearer "+tt.auth)
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != tt.status {
+			t.Errorf("%s %s: got %d, want %d", tt.method, tt.path, resp.StatusCode, tt.status)
+		}
+		if ct, ns := resp.Header.Get("Content-Type"), resp.Header.Get("X-Content-Type-Options"); ns != "nosniff" {
+			t.Errorf("%s %s: %d %s with X-Content-Type-Options %q, want nosniff", tt.method, tt.path, resp.StatusCode, ct, ns)
+		}
+	}
+}
