@@ -29,8 +29,10 @@ const DefaultReadTimeout = 5 * time.Second
 // from memory.
 //
 // The body must have arrived within Options.ReadTimeout of the request's
-// first byte. HTTPServer sets http.Server.ReadTimeout to it, so net/http's
-// read deadline, counted from there, bounds headers and body together;
+// start. HTTPServer sets http.Server.ReadTimeout to it, so net/http's
+// read deadline, counted from when it begins reading the request (the
+// connection's start, or a kept-alive connection's next request), bounds
+// headers and body together;
 // under another server (httptest) the deadline is set here, ReadTimeout
 // after the headers. A late body is a 408 request-timeout, a larger one a
 // 413 payload-too-large (a Content-Length over the bound is refused

@@ -110,7 +110,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // HTTPServer returns an http.Server for the handler with timeouts set
 // against slow clients (SPEC 9): a request's headers and body must arrive
-// within readTimeout (DefaultReadTimeout when zero) of its first byte:
+// within readTimeout (DefaultReadTimeout when zero) of its start:
 // late headers close the connection, a late body is answered 408 by the
 // Server's readBody, which reads it under this deadline. Writes may take
 // as long as the body and the longest query.
