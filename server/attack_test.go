@@ -100,7 +100,7 @@ func benchmarkSlowBodyAttack(b *testing.B, attackers int) {
 // dribble sends one POST /v1/queries whose body comes at 1 byte/s, until
 // the server answers or hangs up, or stop is closed.
 func dribble(addr string, stop <-chan struct{}) {
-	c, err := net.Dial("tcp", addr)
+	c, _, err := dialSlow(addr, bodyRequest(0, len(asyncBody)*1000, ""), time.Minute)
 	if err != nil {
 		select {
 		case <-stop:
@@ -109,24 +109,17 @@ func dribble(addr string, stop <-chan struct{}) {
 		return
 	}
 	defer c.Close()
-	if _, err := io.WriteString(c, bodyRequest(0, len(asyncBody)*1000, "")); err != nil {
-		return
-	}
 	answered := make(chan struct{})
 	go func() {
 		defer close(answered)
 		_, _ = c.Read(make([]byte, 1))
 	}()
-	quit := make(chan struct{})
-	go func() {
-		defer close(quit)
-		select {
-		case <-stop:
-		case <-answered:
-		}
-	}()
-	drip(c, asyncBody, time.Second, quit)
+	stopDrip := dripping(c, asyncBody, time.Second)
+	select {
+	case <-stop:
+	case <-answered:
+	}
+	stopDrip()
 	c.Close()
 	<-answered
-	<-quit
 }

@@ -91,6 +91,38 @@ func drip(c net.Conn, text string, period time.Duration, stop <-chan struct{}) {
 	}
 }
 
+// dripping runs drip in the background until the stop it returns, which
+// waits for it, is called.
+func dripping(c net.Conn, text string, period time.Duration) (stop func()) {
+	quit := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		drip(c, text, period, quit)
+	}()
+	return func() {
+		close(quit)
+		<-done
+	}
+}
+
+// dialSlow dials addr and writes head, the connection's deadline limit
+// after begin, which is taken before the dial, so before the server can
+// start its clock.
+func dialSlow(addr, head string, limit time.Duration) (c net.Conn, begin time.Time, err error) {
+	begin = time.Now()
+	c, err = net.Dial("tcp", addr)
+	if err != nil {
+		return nil, begin, err
+	}
+	_ = c.SetDeadline(begin.Add(limit))
+	if _, err := io.WriteString(c, head); err != nil {
+		c.Close()
+		return nil, begin, err
+	}
+	return c, begin, nil
+}
+
 // slowAnswer is how the server treated one slow client.
 type slowAnswer struct {
 	i      int
@@ -105,13 +137,11 @@ type slowAnswer struct {
 // reading and drips the body until the server answers, which it returns.
 // Nothing arriving within limit is a failure; closing quit ends it sooner.
 func slowBody(addr string, i int, limit time.Duration, reading chan<- int, quit <-chan struct{}) slowAnswer {
-	begin := time.Now() // before the server can start its clock
-	c, err := net.Dial("tcp", addr)
+	c, begin, err := dialSlow(addr, bodyRequest(i, 1000, "Expect: 100-continue\r\n"), limit)
 	if err != nil {
 		return slowAnswer{i: i, failed: err}
 	}
 	defer c.Close()
-	_ = c.SetDeadline(begin.Add(limit))
 	closed := make(chan struct{})
 	defer close(closed)
 	go func() {
@@ -121,9 +151,6 @@ func slowBody(addr string, i int, limit time.Duration, reading chan<- int, quit 
 		case <-closed:
 		}
 	}()
-	if _, err := io.WriteString(c, bodyRequest(i, 1000, "Expect: 100-continue\r\n")); err != nil {
-		return slowAnswer{i: i, failed: err}
-	}
 	br := bufio.NewReader(c)
 	resp, err := http.ReadResponse(br, nil)
 	if err != nil {
@@ -135,16 +162,7 @@ func slowBody(addr string, i int, limit time.Duration, reading chan<- int, quit 
 			failed: errors.New("answered before its body was asked for")}
 	}
 	reading <- i
-	stop := make(chan struct{})
-	dripped := make(chan struct{})
-	go func() {
-		defer close(dripped)
-		drip(c, `{"domain": "AB123CD"}`, 100*time.Millisecond, stop)
-	}()
-	defer func() {
-		close(stop)
-		<-dripped
-	}()
+	defer dripping(c, `{"domain": "AB123CD"}`, 100*time.Millisecond)()
 	resp, err = http.ReadResponse(br, nil)
 	if err != nil {
 		return slowAnswer{i: i, took: time.Since(begin), failed: fmt.Errorf("waiting for the answer: %w", err)}
@@ -156,26 +174,12 @@ func slowBody(addr string, i int, limit time.Duration, reading chan<- int, quit 
 // slowHeaders drips the headers of a request until the server hangs up,
 // which it must do without answering, within limit.
 func slowHeaders(addr string, i int, limit time.Duration) slowAnswer {
-	begin := time.Now() // before the server can start its clock
-	c, err := net.Dial("tcp", addr)
+	c, begin, err := dialSlow(addr, "POST /v1/queries HTTP/1.1\r\nHost: x\r\nX-Slow: ", limit)
 	if err != nil {
 		return slowAnswer{i: i, failed: err}
 	}
 	defer c.Close()
-	_ = c.SetDeadline(begin.Add(limit))
-	if _, err := io.WriteString(c, "POST /v1/queries HTTP/1.1\r\nHost: x\r\nX-Slow: "); err != nil {
-		return slowAnswer{i: i, failed: err}
-	}
-	stop := make(chan struct{})
-	dripped := make(chan struct{})
-	go func() {
-		defer close(dripped)
-		drip(c, "abcdefgh", 100*time.Millisecond, stop)
-	}()
-	defer func() {
-		close(stop)
-		<-dripped
-	}()
+	defer dripping(c, "abcdefgh", 100*time.Millisecond)()
 	b, err := io.ReadAll(c)
 	a := slowAnswer{i: i, took: time.Since(begin)}
 	var ne net.Error
@@ -285,7 +289,9 @@ func TestSlowClientsCutOffAtReadTimeout(t *testing.T) {
 		})
 	}
 
-	resp, err := http.Get("http://" + addr + "/v1/infractions?domain=AB123CD")
+	client := &http.Client{Timeout: limit}
+	t.Cleanup(client.CloseIdleConnections)
+	resp, err := client.Get("http://" + addr + "/v1/infractions?domain=AB123CD")
 	if err != nil {
 		t.Fatal(err)
 	}
