@@ -32,12 +32,11 @@ const DefaultReadTimeout = 5 * time.Second
 // start. HTTPServer sets http.Server.ReadTimeout to it, so net/http's
 // read deadline, counted from when it begins reading the request (the
 // connection's start, or a kept-alive connection's next request), bounds
-// headers and body together;
-// under another server (httptest) the deadline is set here, ReadTimeout
-// after the headers. A late body is a 408 request-timeout, a larger one a
-// 413 payload-too-large (a Content-Length over the bound is refused
-// before a byte is read); both close the connection, the rest of the body
-// unread.
+// headers and body together; under another server (httptest) the
+// deadline is set here, ReadTimeout after the headers. A late body is a
+// 408 request-timeout, a larger one a 413 payload-too-large (a
+// Content-Length over the bound is refused before a byte is read); both
+// close the connection, the rest of the body unread.
 func (s *Server) readBody(c *gin.Context) {
 	r := c.Request
 	if r.Body == nil || r.Body == http.NoBody {

@@ -20,9 +20,9 @@
 // declares for that status, when a JSON body (application/json or any
 // +json type) does not match the declared schema, or when a JSON answer
 // lacks X-Content-Type-Options: nosniff (the document's description says
-// every one has it). Bodies of other types
-// (text/html, text/plain, application/pdf, application/yaml…) are checked
-// for their content type only.
+// every one has it). Bodies of other types (text/html, text/plain,
+// application/pdf, application/yaml…) are checked for their content type
+// only.
 //
 // Two answers need no operation of their own: a 404 for a path the document
 // does not have, and a 405 for a path it has with another method. Both must
