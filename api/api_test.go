@@ -62,18 +62,18 @@ var specEndpoints = []endpoint{
 	{"GET", "/v1/infractions", append([]int{200, 400, 503}, client...)},
 	{"GET", "/v1/sources/{source}/infractions/{infraction_id}/voucher", append([]int{200, 404, 502, 503, 504}, client...)},
 	{"GET", "/v1/sources", append([]int{200}, client...)},
-	{"POST", "/v1/queries", append([]int{202, 400}, client...)},
+	{"POST", "/v1/queries", append([]int{202, 400, 408, 413}, client...)},
 	{"GET", "/v1/queries/{qid}", append([]int{200, 404}, client...)},
 	{"GET", "/v1/admin/breakers", append([]int{200}, admin...)},
-	{"POST", "/v1/admin/breakers/{key}/{operation}/reset", append([]int{200, 404}, admin...)},
-	{"POST", "/v1/admin/breakers/{key}/{operation}/open", append([]int{200, 404}, admin...)},
-	{"PUT", "/v1/admin/sources/{id}/breaker", append([]int{200, 400, 404}, admin...)},
+	{"POST", "/v1/admin/breakers/{key}/{operation}/reset", append([]int{200, 404, 408, 413}, admin...)},
+	{"POST", "/v1/admin/breakers/{key}/{operation}/open", append([]int{200, 404, 408, 413}, admin...)},
+	{"PUT", "/v1/admin/sources/{id}/breaker", append([]int{200, 400, 404, 408, 413}, admin...)},
 	{"GET", "/v1/admin/events", append([]int{200, 400}, admin...)},
 	{"GET", "/v1/admin/sources", append([]int{200}, admin...)},
 	{"GET", "/v1/admin/history", append([]int{200, 400}, admin...)},
 	{"GET", "/v1/admin/dlq", append([]int{200}, admin...)},
-	{"POST", "/v1/admin/dlq/{id}/redeliver", append([]int{202, 404}, admin...)},
-	{"DELETE", "/v1/admin/dlq/{id}", append([]int{204, 404}, admin...)},
+	{"POST", "/v1/admin/dlq/{id}/redeliver", append([]int{202, 404, 408, 413}, admin...)},
+	{"DELETE", "/v1/admin/dlq/{id}", append([]int{204, 404, 408, 413}, admin...)},
 	{"GET", "/v1/admin/readyz", append([]int{200}, admin...)},
 	{"GET", "/problems/{slug}", []int{200, 404, 503}},
 	{"GET", "/", []int{200, 503}},
@@ -224,9 +224,10 @@ func TestCheck(t *testing.T) {
 	t.Parallel()
 	v := apitest.New(t)
 
-	noStore := http.Header{"Content-Type": {"application/json"}, "Cache-Control": {"no-store"}}
-	jsonCT := http.Header{"Content-Type": {"application/json; charset=utf-8"}}
-	problemCT := http.Header{"Content-Type": {"application/problem+json"}}
+	nosniff := []string{"nosniff"}
+	noStore := http.Header{"Content-Type": {"application/json"}, "Cache-Control": {"no-store"}, "X-Content-Type-Options": nosniff}
+	jsonCT := http.Header{"Content-Type": {"application/json; charset=utf-8"}, "X-Content-Type-Options": nosniff}
+	problemCT := http.Header{"Content-Type": {"application/problem+json"}, "X-Content-Type-Options": nosniff}
 	with := func(h http.Header, kv ...string) http.Header {
 		h = h.Clone()
 		for i := 0; i+1 < len(kv); i += 2 {
@@ -417,6 +418,17 @@ func TestCheck(t *testing.T) {
 		{"unknown path 404", "GET", "/nope", 404, problemCT, notFound, true},
 		{"unknown path 404 not a problem", "GET", "/nope", 404, http.Header{"Content-Type": {"text/plain"}}, "404 page not found", false},
 		{"unknown path 200", "GET", "/nope", 200, jsonCT, "{}", false},
+		{"result without nosniff", "GET", "/v1/infractions?domain=AB123CD", 200, without(noStore, "X-Content-Type-Options"), validResult, false},
+		{"problem without nosniff", "GET", "/v1/infractions", 400, without(problemCT, "X-Content-Type-Options"), invalidQuery, false},
+		{"unknown path 404 without nosniff", "GET", "/nope", 404, without(problemCT, "X-Content-Type-Options"), notFound, false},
+		{"healthz sniffable", "GET", "/healthz", 200, with(jsonCT, "X-Content-Type-Options", "sniff"), `{"status": "ok"}`, false},
+		{"body too large", "POST", "/v1/queries", 413, with(problemCT, "Connection", "close"),
+			`{"type": "https://x.example/problems/payload-too-large", "title": "Payload too large", "status": 413}`, true},
+		{"body too large for the admin", "PUT", "/v1/admin/sources/caba/breaker", 413, problemCT,
+			`{"type": "https://x.example/problems/payload-too-large", "title": "Payload too large", "status": 413}`, true},
+		{"body late", "POST", "/v1/queries", 408, problemCT,
+			`{"type": "https://x.example/problems/request-timeout", "title": "Request timeout", "status": 408}`, true},
+		{"body late, not a problem", "PUT", "/v1/admin/sources/caba/breaker", 408, jsonCT, `{}`, false},
 		{"known path, other method, 405", "DELETE", "/v1/queries/q1", 405, with(problemCT, "Allow", "GET"),
 			`{"type": "https://x.example/problems/method-not-allowed", "title": "Method not allowed", "status": 405}`, true},
 		{"405 without Allow", "PATCH", "/v1/infractions", 405, problemCT,
@@ -462,7 +474,7 @@ func TestDomainTypesMatchSpec(t *testing.T) {
 		t.Fatal(err)
 	}
 	req := httptest.NewRequest("GET", "/v1/infractions?domain=AB123CD", nil)
-	v.Check(t, req, 200, http.Header{"Content-Type": {"application/json"}, "Cache-Control": {"no-store"}}, body)
+	v.Check(t, req, 200, http.Header{"Content-Type": {"application/json"}, "Cache-Control": {"no-store"}, "X-Content-Type-Options": {"nosniff"}}, body)
 
 	bad := cat.New(problem.InvalidQuery, "bad")
 	bad.InvalidParams = []problem.InvalidParam{{Name: "domain", Reason: "not a plate"}}
@@ -470,7 +482,7 @@ func TestDomainTypesMatchSpec(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	v.Check(t, req, 400, http.Header{"Content-Type": {"application/problem+json"}}, body)
+	v.Check(t, req, 400, http.Header{"Content-Type": {"application/problem+json"}, "X-Content-Type-Options": {"nosniff"}}, body)
 }
 
 func TestCheckRecorderAndResponse(t *testing.T) {
@@ -478,6 +490,7 @@ func TestCheckRecorderAndResponse(t *testing.T) {
 	v := apitest.New(t)
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("X-Content-Type-Options", "nosniff")
 		_, _ = w.Write([]byte(`{"status": "ok"}`))
 	})
 	req := httptest.NewRequest("GET", "/healthz", nil)
@@ -548,7 +561,7 @@ func TestCheckRequestID(t *testing.T) {
 	}
 	for _, tt := range tests {
 		r := &recorder{TB: t}
-		h := http.Header{"Content-Type": {"application/problem+json"}, "X-Request-Id": {tt.header}}
+		h := http.Header{"Content-Type": {"application/problem+json"}, "X-Content-Type-Options": {"nosniff"}, "X-Request-Id": {tt.header}}
 		v.Check(r, req, 404, h, tt.body)
 		if tt.ok != (len(r.errors) == 0) {
 			t.Errorf("%s: ok %v, errors %v", tt.name, tt.ok, r.errors)
@@ -557,7 +570,7 @@ func TestCheckRequestID(t *testing.T) {
 	// A documented header is validated on a routed answer.
 	r := &recorder{TB: t}
 	v.Check(r, httptest.NewRequest("GET", "/healthz", nil), 200,
-		http.Header{"Content-Type": {"application/json"}, "X-Request-Id": {"two words"}}, []byte(`{"status": "ok"}`))
+		http.Header{"Content-Type": {"application/json"}, "X-Content-Type-Options": {"nosniff"}, "X-Request-Id": {"two words"}}, []byte(`{"status": "ok"}`))
 	if len(r.errors) == 0 {
 		t.Error("an X-Request-Id with a space was accepted")
 	}

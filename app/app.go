@@ -208,7 +208,7 @@ func New(cfg *config.Config, opts Options) (*App, error) {
 		Engine: a.Engine, Breakers: a.Breakers, Limiter: a.Limiter, Metrics: m, Problems: catalog,
 		Logger: opts.Logger, Deadline: time.Duration(cfg.Query.Deadline), MaxDeadline: time.Duration(cfg.Query.MaxDeadline),
 		AdminToken: cfg.Server.AdminToken, Keys: keys, Now: opts.Now, Async: a.Async,
-		Ready: ready, ShareSettings: share, MaxInFlight: cfg.Server.MaxInFlight,
+		Ready: ready, ShareSettings: share, MaxInFlight: cfg.Server.MaxInFlight, ReadTimeout: time.Duration(cfg.Server.ReadTimeout),
 		Tracer: tracing.Tracer(opts.TracerProvider), Propagator: opts.Propagator,
 	})
 	a.Async.Start()

@@ -87,7 +87,7 @@ func (r *run) startReplica(cfg *config.Config, i int) (*replica, error) {
 		_ = a.Close()
 		return nil, err
 	}
-	srv := server.HTTPServer(ln.Addr().String(), r.handlerTimes.wrap(a.Server), maxDeadline)
+	srv := server.HTTPServer(ln.Addr().String(), r.handlerTimes.wrap(a.Server), time.Duration(cfg.Server.ReadTimeout), maxDeadline)
 	srv.ErrorLog = log.New(r.pii.writer(fmt.Sprintf("server log of replica %d", i+1)), "", 0)
 	rp := &replica{app: a, srv: srv, url: "http://" + ln.Addr().String(), transport: tr, serving: make(chan struct{})}
 	go func() {

@@ -56,6 +56,10 @@ type Server struct {
 	// readiness and metrics excepted); above it the answer is 503
 	// overloaded (SPEC 9). Default 1024.
 	MaxInFlight int `yaml:"max_in_flight" json:"max_in_flight"`
+	// ReadTimeout bounds the time a request's headers and body take to
+	// arrive, from its start: a late body is answered 408 request-timeout, late headers
+	// get a closed connection (SPEC 9). Default 5s.
+	ReadTimeout Duration `yaml:"read_timeout" json:"read_timeout"`
 	// ShutdownDelay is how long, once a SIGTERM came, /readyz answers 503
 	// while requests are still served, so that load balancers notice
 	// (default 5s).

@@ -214,6 +214,7 @@ func TestBuiltinDefaults(t *testing.T) {
 		{"defaults.voucher_types", c.Defaults.VoucherTypes, []string{"application/pdf", "image/png", "image/jpeg"}},
 		{"defaults.voucher_max_bytes", c.Defaults.VoucherMaxBytes, int64(10485760)},
 		{"server.max_in_flight", c.Server.MaxInFlight, 1024},
+		{"server.read_timeout", c.Server.ReadTimeout, d("5s")},
 		{"defaults.retry", c.Defaults.Retry, Retry{2, d("100ms"), d("60s")}},
 		{"defaults.breaker", c.Defaults.Breaker, Breaker{d("60s"), 10, 0.5, 5, d("30s"), 0, []int{500, 502, 503, 504}}},
 		{"defaults.rate_limit", c.Defaults.RateLimit, RateLimit{0, 0, d("500ms"), d("10m")}},
@@ -750,7 +751,7 @@ func TestDuration(t *testing.T) {
 func TestVoucherSettingsMerge(t *testing.T) {
 	t.Parallel()
 	const data = `
-server: {max_in_flight: 4}
+server: {max_in_flight: 4, read_timeout: 750ms}
 defaults: {voucher_types: [application/pdf], voucher_max_bytes: 2048}
 sources:
   - id: a
@@ -771,6 +772,7 @@ sources:
 		got, want any
 	}{
 		{"server.max_in_flight", c.Server.MaxInFlight, 4},
+		{"server.read_timeout", c.Server.ReadTimeout, Duration(750 * time.Millisecond)},
 		{"a.voucher_types", a.VoucherTypes, []string{"application/pdf"}},
 		{"a.voucher_max_bytes", a.VoucherMaxBytes, int64(2048)},
 		{"b.voucher_types", b.VoucherTypes, []string{"image/png", "IMAGE/JPEG"}},

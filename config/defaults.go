@@ -16,6 +16,7 @@ func builtin() *Config {
 		Server: Server{
 			Listen:          "127.0.0.1:8080",
 			MaxInFlight:     1024,
+			ReadTimeout:     Duration(5 * time.Second),
 			ShutdownDelay:   Duration(5 * time.Second),
 			ShutdownTimeout: Duration(15 * time.Second),
 		},

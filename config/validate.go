@@ -100,6 +100,9 @@ func validateServer(errs *Errors, s Server) {
 	if s.MaxInFlight < 1 {
 		errs.add("server.max_in_flight", "must be at least 1")
 	}
+	if s.ReadTimeout <= 0 {
+		errs.add("server.read_timeout", "must be positive")
+	}
 	if s.ShutdownDelay < 0 {
 		errs.add("server.shutdown_delay", "must not be negative")
 	}

@@ -54,6 +54,8 @@ func TestValidation(t *testing.T) {
 		{"listen empty", doc(`server: {listen: ""}`), []want{{"server.listen", "required"}}},
 		{"max_in_flight zero", doc(`server: {max_in_flight: 0}`), []want{{"server.max_in_flight", "must be at least 1"}}},
 		{"max_in_flight negative", doc(`server: {max_in_flight: -5}`), []want{{"server.max_in_flight", "must be at least 1"}}},
+		{"read_timeout zero", doc(`server: {read_timeout: 0s}`), []want{{"server.read_timeout", "must be positive"}}},
+		{"read_timeout negative", doc(`server: {read_timeout: -1s}`), []want{{"server.read_timeout", "must be positive"}}},
 		{"api key incomplete", doc(`server: {api_keys: [{rps: 0, burst: -1}]}`), []want{
 			{"server.api_keys[0].name", "required"},
 			{"server.api_keys[0].key", "required"},

@@ -40,6 +40,8 @@ const (
 	Forbidden         Slug = "forbidden"
 	NotFound          Slug = "not-found"
 	MethodNotAllowed  Slug = "method-not-allowed"
+	RequestTimeout    Slug = "request-timeout"
+	PayloadTooLarge   Slug = "payload-too-large"
 	TooManyRequests   Slug = "too-many-requests"
 	Overloaded        Slug = "overloaded"
 	Internal          Slug = "internal"
@@ -82,6 +84,10 @@ var Catalogue = []Kind{
 		"No such route, source, query or dead-letter entry."},
 	{MethodNotAllowed, "Method not allowed", http.StatusMethodNotAllowed,
 		"The route exists but does not accept this HTTP method; the Allow header lists those it does."},
+	{RequestTimeout, "Request timeout", http.StatusRequestTimeout,
+		"The request's body did not arrive within server.read_timeout of the request's start, so it was not served; the connection is closed. Send the whole request at once, and again if it was cut off."},
+	{PayloadTooLarge, "Payload too large", http.StatusRequestEntityTooLarge,
+		"The request's body is over 64 KiB, the most any endpoint takes; a Content-Length over it is refused before the body is read. The connection is closed."},
 	{TooManyRequests, "Too many requests", http.StatusTooManyRequests,
 		"The client's own request budget is spent. Retry-After says when it refills."},
 	{Overloaded, "Overloaded", http.StatusServiceUnavailable,
@@ -212,8 +218,9 @@ func (c Catalog) Invalid(params ...InvalidParam) *Problem {
 // ContentType is the media type of a problem document.
 const ContentType = "application/problem+json"
 
-// Write sends p as the response, with its status and, when RetryAfter is
-// set, a Retry-After header. extra, when not nil, is encoded in place of p
+// Write sends p as the response, with its status, X-Content-Type-Options:
+// nosniff (SPEC 9: every JSON answer) and, when RetryAfter is set, a
+// Retry-After header. extra, when not nil, is encoded in place of p
 // (a struct embedding *Problem with extension members). When the answer
 // already has an X-Request-Id header and p no RequestID, p takes it, so
 // that every problem document carries the id of its answer.
@@ -223,6 +230,7 @@ func Write(w http.ResponseWriter, p *Problem, extra any) {
 		p.RequestID = h.Get(correlation.Header)
 	}
 	h.Set("Content-Type", ContentType)
+	h.Set("X-Content-Type-Options", "nosniff")
 	if p.RetryAfter != nil {
 		h.Set("Retry-After", strconv.Itoa(*p.RetryAfter))
 	}

@@ -32,6 +32,8 @@ func TestCatalogNew(t *testing.T) {
 		{problem.Forbidden, 403},
 		{problem.NotFound, 404},
 		{problem.MethodNotAllowed, 405},
+		{problem.RequestTimeout, 408},
+		{problem.PayloadTooLarge, 413},
 		{problem.TooManyRequests, 429},
 		{problem.Overloaded, 503},
 		{problem.Internal, 500},
@@ -101,6 +103,9 @@ func TestWrite(t *testing.T) {
 	}
 	if ra := rec.Header().Get("Retry-After"); ra != "2" {
 		t.Errorf("Retry-After %q, want 2", ra)
+	}
+	if ns := rec.Header().Get("X-Content-Type-Options"); ns != "nosniff" {
+		t.Errorf("X-Content-Type-Options %q, want nosniff", ns)
 	}
 	var got map[string]any
 	if err := json.Unmarshal(rec.Body.Bytes(), &got); err != nil {

@@ -157,9 +157,9 @@ func (s *Server) updateBreaker(c *gin.Context) {
 		s.failSlug(c, problem.NotFound, "No such source.")
 		return
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(c.Writer, c.Request.Body, 64<<10))
+	body, err := io.ReadAll(c.Request.Body) // in memory, bounded (readBody)
 	if err != nil {
-		s.fail(c, s.opts.Problems.Invalid(problem.InvalidParam{Name: "body", Reason: "unreadable or larger than 64 KiB"}), nil)
+		s.fail(c, s.opts.Problems.Invalid(problem.InvalidParam{Name: "body", Reason: "unreadable"}), nil)
 		return
 	}
 	patch, err := config.DecodeBreakerPatch(body)

@@ -10,10 +10,11 @@ import (
 // `server.max_in_flight`).
 const DefaultMaxInFlight = 1024
 
-// limitInFlight is the first middleware: it bounds the requests being
-// served at once to Options.MaxInFlight. Above it, the answer is 503
-// overloaded with Retry-After: 1, at once: one atomic addition decides,
-// before any other middleware or handler runs. Health, readiness and
+// limitInFlight bounds the requests being served at once to
+// Options.MaxInFlight. It runs once the request's body has arrived
+// (readBody), so that slow clients take no slot. Above the bound, the
+// answer is 503 overloaded with Retry-After: 1, at once: one atomic
+// addition decides, before any handler runs. Health, readiness and
 // metrics are neither counted nor refused, so that probes and scrapes see
 // an overloaded replica as it is.
 func (s *Server) limitInFlight(c *gin.Context) {
@@ -39,11 +40,5 @@ func (s *Server) overloaded(c *gin.Context) {
 	p.RetryAfter = &one
 	noStore(c) // it may stand in for any answer, query data included
 	s.fail(c, p, nil)
-	if s.opts.Metrics != nil {
-		route := c.FullPath()
-		if route == "" {
-			route = "unmatched"
-		}
-		s.opts.Metrics.HTTPRequest(c.Request.Context(), route, c.Request.Method, p.Status, 0)
-	}
+	s.record(c, 0)
 }

@@ -34,9 +34,6 @@ type AsyncQueries interface {
 
 var _ AsyncQueries = (*async.Manager)(nil)
 
-// maxAsyncBody bounds the body of POST /v1/queries.
-const maxAsyncBody = 64 << 10
-
 // asyncEnabled answers 404 when no asynchronous queries are configured.
 func (s *Server) asyncEnabled(c *gin.Context) bool {
 	if s.opts.Async == nil {
@@ -52,11 +49,11 @@ func (s *Server) createQuery(c *gin.Context) {
 		return
 	}
 	ctx := c.Request.Context()
-	body, err := io.ReadAll(http.MaxBytesReader(c.Writer, c.Request.Body, maxAsyncBody))
+	body, err := io.ReadAll(c.Request.Body) // in memory, bounded (readBody)
 	var raw map[string]json.RawMessage
 	if err != nil || json.Unmarshal(body, &raw) != nil || raw == nil {
 		s.fail(c, s.opts.Problems.Invalid(problem.InvalidParam{Name: "body",
-			Reason: fmt.Sprintf("must be a JSON object of at most %d KiB", maxAsyncBody>>10)}), nil)
+			Reason: fmt.Sprintf("must be a JSON object of at most %d KiB", MaxBodyBytes>>10)}), nil)
 		return
 	}
 	var bad []problem.InvalidParam

@@ -14,9 +14,11 @@ import (
 	"github.com/multas/aggregator/problem"
 )
 
-// writeJSON answers v as application/json.
+// writeJSON answers v as application/json, never to be sniffed as
+// anything else (SPEC 9).
 func writeJSON(c *gin.Context, status int, v any) {
 	c.Header("Content-Type", "application/json")
+	c.Header("X-Content-Type-Options", "nosniff")
 	c.Status(status)
 	enc := json.NewEncoder(c.Writer)
 	_ = enc.Encode(v)
@@ -102,11 +104,16 @@ func (s *Server) recoverer(c *gin.Context) {
 func (s *Server) accessLog(c *gin.Context) {
 	start := time.Now()
 	c.Next()
+	s.record(c, time.Since(start))
+}
+
+// record logs and counts an answer that took elapsed: accessLog's, and
+// those given before it runs (a refused body, overloaded).
+func (s *Server) record(c *gin.Context, elapsed time.Duration) {
 	route := c.FullPath()
 	if route == "" {
 		route = "unmatched"
 	}
-	elapsed := time.Since(start)
 	s.opts.Logger.LogAttrs(c.Request.Context(), slog.LevelDebug, "request",
 		slog.String("method", c.Request.Method), slog.String("route", route),
 		slog.Int("status", c.Writer.Status()), slog.Float64("duration_ms", durationMS(elapsed)))

@@ -3,7 +3,7 @@ package server
 // routes lists the whole API at a glance.
 func (s *Server) routes() {
 	r := s.router
-	r.Use(s.trace, s.limitInFlight, s.recoverer, s.accessLog)
+	r.Use(s.trace, s.readBody, s.limitInFlight, s.recoverer, s.accessLog)
 	r.NoRoute(s.notFound)
 	r.NoMethod(s.methodNotAllowed)
 

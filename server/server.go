@@ -49,8 +49,13 @@ type Options struct {
 	// Async serves the asynchronous queries and the DLQ; nil answers 404.
 	Async AsyncQueries
 	// MaxInFlight bounds the requests served at once, health, readiness
-	// and metrics excepted; DefaultMaxInFlight when zero (SPEC 9).
+	// and metrics excepted; DefaultMaxInFlight when zero (SPEC 9). A
+	// request counts once its body has arrived (readBody).
 	MaxInFlight int
+	// ReadTimeout bounds the time a request's body takes to arrive
+	// (readBody); DefaultReadTimeout when zero. HTTPServer takes the same
+	// value for the headers.
+	ReadTimeout time.Duration
 	// Tracer opens a server span per request, child of the caller's
 	// traceparent as Propagator (W3C Trace Context when nil) reads it; no
 	// spans when nil.
@@ -65,6 +70,7 @@ type Server struct {
 
 	inFlight    atomic.Int64 // requests being served (limitInFlight)
 	maxInFlight int64
+	readTimeout time.Duration
 	// draining is set once shutdown began (drain.go).
 	draining atomic.Bool
 }
@@ -77,9 +83,12 @@ func New(opts Options) *Server {
 		opts.Now = time.Now
 	}
 	gin.SetMode(gin.ReleaseMode)
-	s := &Server{opts: opts, router: gin.New(), maxInFlight: int64(opts.MaxInFlight)}
+	s := &Server{opts: opts, router: gin.New(), maxInFlight: int64(opts.MaxInFlight), readTimeout: opts.ReadTimeout}
 	if s.maxInFlight <= 0 {
 		s.maxInFlight = DefaultMaxInFlight
+	}
+	if s.readTimeout <= 0 {
+		s.readTimeout = DefaultReadTimeout
 	}
 	s.router.RedirectTrailingSlash = false
 	s.router.RedirectFixedPath = false
@@ -100,15 +109,24 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // HTTPServer returns an http.Server for the handler with timeouts set
-// against slow clients; writes may take as long as the longest query.
-func HTTPServer(addr string, h http.Handler, maxDeadline time.Duration) *http.Server {
+// against slow clients (SPEC 9): a request's headers and body must arrive
+// within readTimeout (DefaultReadTimeout when zero) of its start:
+// late headers close the connection, a late body is answered 408 by the
+// Server's readBody, which reads it under this deadline. Writes may take
+// as long as the body and the longest query.
+func HTTPServer(addr string, h http.Handler, readTimeout, maxDeadline time.Duration) *http.Server {
+	if readTimeout <= 0 {
+		readTimeout = DefaultReadTimeout
+	}
 	return &http.Server{
 		Addr:              addr,
 		Handler:           h,
-		ReadHeaderTimeout: 5 * time.Second,
-		ReadTimeout:       15 * time.Second,
-		WriteTimeout:      maxDeadline + 15*time.Second,
-		IdleTimeout:       2 * time.Minute,
-		MaxHeaderBytes:    64 << 10,
+		ReadHeaderTimeout: readTimeout,
+		// net/http lifts this deadline once the body is read, so it does
+		// not bound the handler.
+		ReadTimeout:    readTimeout,
+		WriteTimeout:   readTimeout + maxDeadline + 10*time.Second,
+		IdleTimeout:    2 * time.Minute,
+		MaxHeaderBytes: 64 << 10,
 	}
 }

@@ -243,7 +243,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if err != nil {
 		return err
 	}
-	srv := server.HTTPServer(cfg.Server.Listen, a.Server, time.Duration(cfg.Query.MaxDeadline))
+	srv := server.HTTPServer(cfg.Server.Listen, a.Server, time.Duration(cfg.Server.ReadTimeout), time.Duration(cfg.Query.MaxDeadline))
 	logger.Info("listening", "addr", ln.Addr().String(), "sources", len(cfg.Sources))
 	if demo != nil {
 		printDemo(stdout, demo, "http://"+ln.Addr().String())

@@ -231,7 +231,7 @@ func TestQueryCommand(t *testing.T) {
 // allows for GET /v1/infractions with that status.
 func checkJSONOutput(t *testing.T, status int, body []byte) {
 	t.Helper()
-	header := http.Header{"Cache-Control": {"no-store"}, "Content-Type": {"application/json"}}
+	header := http.Header{"Cache-Control": {"no-store"}, "Content-Type": {"application/json"}, "X-Content-Type-Options": {"nosniff"}}
 	if status != http.StatusOK {
 		header.Set("Content-Type", "application/problem+json")
 	}

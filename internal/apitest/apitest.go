@@ -17,10 +17,12 @@
 // path match no operation of the document, when the status is not
 // documented for that operation, when a documented response header is
 // missing or malformed, when the Content-Type is not one the document
-// declares for that status, or when a JSON body (application/json or any
-// +json type) does not match the declared schema. Bodies of other types
-// (text/html, text/plain, application/pdf, application/yaml…) are checked
-// for their content type only.
+// declares for that status, when a JSON body (application/json or any
+// +json type) does not match the declared schema, or when a JSON answer
+// lacks X-Content-Type-Options: nosniff (the document's description says
+// every one has it). Bodies of other types (text/html, text/plain,
+// application/pdf, application/yaml…) are checked for their content type
+// only.
 //
 // Two answers need no operation of their own: a 404 for a path the document
 // does not have, and a 405 for a path it has with another method. Both must
@@ -147,12 +149,15 @@ func (v *Validator) check(req *http.Request, status int, header http.Header, bod
 	if head {
 		method = http.MethodGet // HEAD answers like GET, without a body
 	}
+	mediaType := mediaTypeOf(header)
+	if isJSON(mediaType) && header.Get("X-Content-Type-Options") != "nosniff" {
+		return fmt.Errorf("a %s answer without X-Content-Type-Options: nosniff", mediaType)
+	}
 	route, params, err := v.find(method, req.URL)
 	if err != nil {
 		return v.checkUnrouted(method, req.URL, status, header, body)
 	}
 
-	mediaType := mediaTypeOf(header)
 	rvi := &openapi3filter.RequestValidationInput{
 		Request:    routingRequest(method, req.URL),
 		PathParams: params,
