@@ -20,8 +20,9 @@ func TestQueryShape(t *testing.T) {
 		acta{"nro": "Q-1", "fecha": "2026-03-14 09:12", "detalle": "Exceso de velocidad",
 			"lugar": "Av. Lugones km 4", "monto": 185000, "estado": "impaga"},
 		// A time with its own offset keeps it; an amount as a string with a
-		// third decimal (half away from zero); the portal's own currency.
-		acta{"nro": "Q-2", "fecha": "2026-03-15T10:00:00+01:00", "monto": "12345.675",
+		// third decimal, and a fourth so that a lone "." is not ambiguous
+		// (SPEC 12), rounded half away from zero; the portal's own currency.
+		acta{"nro": "Q-2", "fecha": "2026-03-15T10:00:00+01:00", "monto": "12345.6750",
 			"moneda": "usd", "estado": "Pagada"},
 		// A JSON number that binary floating point would round down; a
 		// status no status_map knows.

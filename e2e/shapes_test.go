@@ -103,7 +103,7 @@ func (e *env) infractionsBySource(params string) (answer, map[string][]string) {
 
 // wantShape is what the aggregator must answer from a portal of shape s
 // for recs: each record's values normalised (the date in RFC 3339 in the
-// portal's zone, the amount with two decimals in its currency, its units),
+// portal's zone, the amount with two decimals, the currency, its units),
 // as sorted keys.
 func wantShape(t *testing.T, s portalsim.Shape, recs []portalsim.Record) []string {
 	t.Helper()
@@ -120,10 +120,16 @@ func wantShape(t *testing.T, s portalsim.Shape, recs []portalsim.Record) []strin
 		}
 		in := shapeInfraction{infraction: infraction{ID: r.ID, Date: date.Format(time.RFC3339), Description: r.Description, Place: r.Place, Status: r.Status}}
 		if r.Amount != "" && !l.UnitsOnly {
-			in.Amount, in.Currency = decimal2(t, r.Amount), l.Currency
+			in.Amount = decimal2(t, r.Amount)
 		}
 		if r.Units != "" && l.Units != "" {
 			in.Units = &units{decimal2(t, r.Units), l.Units}
+		}
+		// The source's currency goes with an amount, and with an
+		// infraction that states neither money nor units (SPEC 3.1);
+		// units alone are never money (SPEC 12).
+		if in.Amount != "" || in.Units == nil {
+			in.Currency = l.Currency
 		}
 		keys = append(keys, in.key())
 	}

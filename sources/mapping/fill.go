@@ -99,9 +99,9 @@ func (r *run) fill(vals *[numFields]fieldValue, inf *aggregator.Infraction) erro
 	switch {
 	case inf.ID == "" && r.ins != nil && !m.fields[fieldID].configured:
 		r.ins.refuse()
-	case inf.Amount == "":
-		// A currency goes with money only: units (or nothing) are never
-		// passed off as money.
+	case inf.Units != nil && inf.Amount == "":
+		// Units are never passed off as money (SPEC 12): no amount, no
+		// currency. Without units, SPEC 3.1 holds: the source's currency.
 		inf.Currency = ""
 	}
 	if r.ins != nil {
