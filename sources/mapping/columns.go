@@ -220,5 +220,14 @@ func (r *run) column(d *document.Document, n document.Node, alts, folded []strin
 			return strings.Join(texts, " "), nil
 		}
 	}
-	return "", fmt.Errorf("column %q: no header cell of the item's table names it (the table's layout changed?)", strings.Join(alts, `" / "`))
+	return "", fmt.Errorf("column %s: no header cell of the item's table names it (the table's layout changed?)", quoteAll(alts))
+}
+
+// quoteAll writes alternatives as "a" / "b".
+func quoteAll(alts []string) string {
+	q := make([]string, len(alts))
+	for i, a := range alts {
+		q[i] = strconv.Quote(a)
+	}
+	return strings.Join(q, " / ")
 }

@@ -148,7 +148,7 @@ func (r *run) fieldError(f field, reason string) error {
 	var where string
 	switch {
 	case len(fs.columns) > 0:
-		where = fmt.Sprintf(" (column %q)", strings.Join(fs.columns, `" / "`))
+		where = " (column " + quoteAll(fs.columns) + ")"
 	case len(fs.src) > 0:
 		where = fmt.Sprintf(" (%q)", strings.Join(fs.src, `", "`))
 	}

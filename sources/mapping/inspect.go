@@ -116,7 +116,7 @@ func (ins *Inspection) problem(r *run, f field, why reason, v fieldValue, cause 
 	p := FieldProblem{Field: f.String(), Reason: why.String(), Detail: cause}
 	switch {
 	case len(fs.columns) > 0:
-		p.Selector = fmt.Sprintf("column %q", strings.Join(fs.columns, `" / "`))
+		p.Selector = "column " + quoteAll(fs.columns)
 	case len(fs.src) > 0:
 		p.Selector = fmt.Sprintf("%q", strings.Join(fs.src, `", "`))
 	default:
