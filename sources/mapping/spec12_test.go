@@ -295,7 +295,7 @@ func TestSPEC12Errors(t *testing.T) {
 		  - {status: [400], outcome: error}`
 	for _, c := range []spec12Case{
 		{name: "a 200 saying error is rejected, with the portal's detail", yaml: rules,
-			body: `{"error": true, "mensaje": " Debe\u202e completar\n el captcha ", "infracciones": []}`,
+			body:    `{"error": true, "mensaje": " Debe\u202e completar\n el captcha ", "infracciones": []}`,
 			outcome: mapping.Rejected, err: "Debe completar el captcha"},
 		{name: "error false is no rule", yaml: rules, body: `{"error": false, "infracciones": [{"id": "1"}]}`,
 			want: []string{"1||ARS|-|unknown()||"}},
