@@ -3,6 +3,7 @@ package mapping
 import (
 	"bytes"
 	"fmt"
+	"unsafe"
 
 	"github.com/multas/aggregator"
 	"github.com/multas/aggregator/sources/document"
@@ -129,7 +130,10 @@ func (r *run) fieldValues(item []byte, e *entry, vals *[numFields]fieldValue) {
 			if val.NotText {
 				vals[f].notText = true
 			} else {
-				vals[f] = r.value(string(text), val.Number)
+				// The text is read in place, not copied: fill copies what
+				// an infraction keeps, and nothing else holds it.
+				vals[f] = r.value(unsafe.String(unsafe.SliceData(text), len(text)), val.Number)
+				vals[f].alias = vals[f].present
 			}
 		}
 		if !vals[f].present && !vals[f].notText && e.hasSet[f] {

@@ -66,29 +66,31 @@ func (r *run) fill(vals *[numFields]fieldValue, inf *aggregator.Infraction) erro
 				err = fmt.Errorf("longer than %d characters", normalize.MaxID)
 				break
 			}
-			inf.ID = v.text
+			inf.ID = v.keep(v.text)
 			if m.opts.VoucherPrefix != "" {
 				inf.Voucher = m.opts.VoucherPrefix + url.PathEscape(inf.ID) + "/voucher"
 			}
 		case fieldDescription:
-			inf.Description = normalize.Text(v.text)
+			inf.Description = v.keep(normalize.Text(v.text))
 		case fieldPlace:
-			inf.Place = normalize.Text(v.text)
+			inf.Place = v.keep(normalize.Text(v.text))
 		case fieldCurrency:
 			if c := strings.ToUpper(normalize.Text(v.text)); c != m.cur {
-				inf.Currency = c
+				inf.Currency = v.keep(c)
 			}
 		case fieldDate:
 			inf.Date, err = fs.layouts.Date(v.text, v.number, m.loc, m.opts.Now())
+			inf.Date = v.keep(inf.Date) // a value already normal may come back as it is
 		case fieldAmount:
 			inf.Amount, err = amount(v, fs)
+			inf.Amount = v.keep(inf.Amount)
 		case fieldUnits:
 			var u string
 			if u, err = amount(v, fs); err == nil {
-				inf.Units = &aggregator.Units{Value: u, Code: fs.code}
+				inf.Units = &aggregator.Units{Value: v.keep(u), Code: fs.code}
 			}
 		case fieldStatus:
-			if !r.status(normalize.Text(v.text), inf) {
+			if !r.status(normalize.Text(v.text), v, inf) {
 				problem(f, unknownStatus, "")
 			}
 		}
@@ -126,18 +128,18 @@ func amount(v fieldValue, fs *fieldSpec) (string, error) {
 // status maps the status text raw through the status map into inf; false
 // when the map does not know it (the status is then unknown, and
 // StatusRaw keeps the text).
-func (r *run) status(raw string, inf *aggregator.Infraction) bool {
+func (r *run) status(raw string, v fieldValue, inf *aggregator.Infraction) bool {
 	for _, e := range r.m.statuses {
 		if e.key == raw {
 			inf.Status, inf.StatusRaw = e.status, e.key
 			return true
 		}
 		if strings.EqualFold(e.key, raw) {
-			inf.Status, inf.StatusRaw = e.status, raw
+			inf.Status, inf.StatusRaw = e.status, v.keep(raw)
 			return true
 		}
 	}
-	inf.StatusRaw = raw
+	inf.StatusRaw = v.keep(raw)
 	return len(r.m.statuses) == 0
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"unsafe"
 
 	"github.com/multas/aggregator"
 	"github.com/multas/aggregator/sources/document"
@@ -183,6 +184,23 @@ type fieldValue struct {
 	notText bool // a JSON object or array
 	fromSet bool
 	broken  error // the field could not be read at all (inspection)
+	// alias says that text shares the answer's bytes (the fast path reads
+	// them in place): what an infraction keeps of it is copied (keep).
+	alias bool
+}
+
+// keep is s, derived from v's text, as an infraction may hold it: a copy
+// when s shares the answer's bytes (which are reused), s itself when it
+// is a string of its own (a normalised date or amount, say).
+func (v fieldValue) keep(s string) string {
+	if !v.alias || len(s) == 0 {
+		return s
+	}
+	start := uintptr(unsafe.Pointer(unsafe.StringData(v.text)))
+	if p := uintptr(unsafe.Pointer(unsafe.StringData(s))); p >= start && p < start+uintptr(len(v.text)) {
+		return strings.Clone(s)
+	}
+	return s
 }
 
 // field reads field f of the item at n.

@@ -3,6 +3,7 @@ package mapping
 import (
 	"context"
 	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -214,3 +215,24 @@ func errorMentions(t *testing.T, err error, want string) {
 }
 
 var _ = errors.Is
+
+// TestFastPathCopiesWhatItKeeps: the fast path reads values in place;
+// the infractions must not share the answer's bytes, which the caller
+// reuses for the next answer.
+func TestFastPathCopiesWhatItKeeps(t *testing.T) {
+	t.Parallel()
+	m := compile(t, threeResponses()["json"])
+	body := []byte(`{"resultado": {"actas": [{"nro": "A-1", "fecha": "2026-03-14T09:12:00-03:00", "detalle": "Exceso",
+		"lugar": "Lugones", "monto": "185000.50", "moneda": "usd", "estado": "impaga"}]}}`)
+	p, err := m.Read(context.Background(), Answer{Status: 200, Body: body}, domain)
+	if err != nil || len(p.Infractions) != 1 {
+		t.Fatalf("Read = %+v, %v", p.Infractions, err)
+	}
+	want := fmt.Sprintf("%+v", p.Infractions[0])
+	for i := range body {
+		body[i] = 'x'
+	}
+	if got := fmt.Sprintf("%+v", p.Infractions[0]); got != want {
+		t.Errorf("the infraction changed with the answer's buffer:\n%s\nwas\n%s", got, want)
+	}
+}
