@@ -146,8 +146,12 @@ func (r *run) read(a Answer) error {
 	m := r.m
 	// A 204 has no content to map: its status decides.
 	ok := a.Status >= 200 && a.Status < 300 && a.Status != 204
-	if ok && m.fast && m.charset.IsUTF8(a.ContentType) && r.ins == nil {
-		return r.fastJSON(a.Body)
+	if ok && m.fast && r.ins == nil {
+		text, err := document.ToUTF8(m.format, m.charset, a.Body, a.ContentType)
+		if err != nil {
+			return err
+		}
+		return r.fastJSON(text)
 	}
 	d, perr := document.Parse(r.ctx, m.format, m.charset, a.Body, a.ContentType)
 	if perr != nil {
