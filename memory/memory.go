@@ -342,3 +342,13 @@ func decodeValue(plain []byte, source string, now time.Time) (Answer, bool) {
 	}
 	return Answer(v), true
 }
+
+// The kinds of memory hit (the kind label of aggregator_memory_hits_total).
+const (
+	// HitFresh: a remembered answer was a source's entry, its portal not
+	// called.
+	HitFresh = "fresh"
+	// HitStale: a remembered answer stood in for a source that failed or
+	// was skipped.
+	HitStale = "stale"
+)
