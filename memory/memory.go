@@ -175,7 +175,11 @@ func subject(q aggregator.Query) string {
 // the operation, the configuration's fingerprint and the source's
 // generation.
 func entryName(source string, op aggregator.Operation, p Policy, gen string) string {
-	return source + ":" + string(op) + ":" + p.Fingerprint + ":" + gen
+	fp := p.Fingerprint
+	if fp == "" {
+		fp = "0"
+	}
+	return source + ":" + string(op) + ":" + fp + ":" + gen
 }
 
 // associated is the associated data of an entry's value: its store key.
