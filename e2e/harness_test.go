@@ -453,6 +453,7 @@ type summary struct {
 	Succeeded int `json:"succeeded"`
 	Failed    int `json:"failed"`
 	Skipped   int `json:"skipped"`
+	Stale     int `json:"stale"`
 }
 
 type infraction struct {
@@ -467,6 +468,7 @@ type infraction struct {
 	Status       string `json:"status"`
 	StatusRaw    string `json:"status_raw"`
 	Voucher      string `json:"voucher"`
+	Stale        bool   `json:"stale"`
 }
 
 type sourceEntry struct {
@@ -477,6 +479,9 @@ type sourceEntry struct {
 	Count        *int        `json:"count"`
 	DurationMS   *int64      `json:"duration_ms"`
 	Problem      *problemDoc `json:"problem"`
+	Remembered   *struct {
+		AsOf time.Time `json:"as_of"`
+	} `json:"remembered"`
 }
 
 type problemDoc struct {
