@@ -208,13 +208,14 @@ func (e *Engine) Answer(ctx context.Context, q aggregator.Query, set []Member, b
 func (e *Engine) query(ctx context.Context, q aggregator.Query, set []Member, budget time.Duration, d *memory.Directives) aggregator.Result {
 	ctx, cancel := context.WithTimeout(ctx, budget)
 	defer cancel()
+	recalled := e.recall(ctx, q, set, d)
 	parts := make([]part, len(set))
 	var wg sync.WaitGroup
 	for i, m := range set {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			parts[i] = e.part(ctx, m, q, d)
+			parts[i] = e.part(ctx, m, q, d, recalled[i])
 		}()
 	}
 	wg.Wait()

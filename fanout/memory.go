@@ -2,35 +2,52 @@ package fanout
 
 import (
 	"context"
-	"time"
 
 	"github.com/multas/aggregator"
 	"github.com/multas/aggregator/memory"
 )
 
+// recall reads, in one read of the memory, what each member of set that
+// may serve a fresh answer under d remembers of q (SPEC 14); with d nil,
+// nothing.
+func (e *Engine) recall(ctx context.Context, q aggregator.Query, set []Member, d *memory.Directives) []memory.Recalled {
+	out := make([]memory.Recalled, len(set))
+	if e.opts.Memory == nil || d == nil {
+		return out
+	}
+	var wants []memory.Want
+	var idx []int
+	for i, m := range set {
+		if d.MayServeFresh(m.Memory) {
+			wants = append(wants, memory.Want{Source: m.Source.ID(), Policy: m.Memory})
+			idx = append(idx, i)
+		}
+	}
+	if len(wants) == 0 {
+		return out
+	}
+	for j, r := range e.opts.Memory.RecallAll(ctx, q, wants) {
+		out[idx[j]] = r
+	}
+	return out
+}
+
 // part is one member's share of a query, with its memory (SPEC 14): a
-// remembered answer fresh enough under d is the entry, without a portal
+// remembered answer r fresh enough under d is the entry, without a portal
 // call (no limiter, no breaker, no budget spent); otherwise the portal is
 // called, and, when that fails and d allows it, a recent remembered answer
-// stands in. With d nil nothing remembered is read.
-func (e *Engine) part(ctx context.Context, m Member, q aggregator.Query, d *memory.Directives) part {
+// stands in. With d nil nothing remembered is used.
+func (e *Engine) part(ctx context.Context, m Member, q aggregator.Query, d *memory.Directives, r memory.Recalled) part {
 	mem := e.opts.Memory
 	if mem == nil || !m.Memory.Remembers() {
 		return e.shared(ctx, m, q, memory.Ticket{})
 	}
 	id := m.Source.ID()
-	var ticket memory.Ticket
-	if d != nil && d.MayServeFresh(m.Memory) {
-		start := e.opts.Now()
-		a, ok, t := mem.Recall(ctx, id, m.Memory, q)
-		ticket = t
-		now := e.opts.Now()
-		if ok && d.Fresh(m.Memory, a.Age(now)) {
-			e.memoryHit(id, memory.HitFresh)
-			return e.remembered(m, q.Operation(), a, now.Sub(start))
-		}
+	if now := e.opts.Now(); r.Found && d != nil && d.Fresh(m.Memory, r.Answer.Age(now)) {
+		e.memoryHit(id, memory.HitFresh)
+		return e.remembered(m, q.Operation(), r.Answer)
 	}
-	p := e.shared(ctx, m, q, ticket)
+	p := e.shared(ctx, m, q, r.Ticket)
 	if p.entry.Status == aggregator.EntrySucceeded || d == nil || !d.MayStandIn(m.Memory) {
 		return p
 	}
@@ -50,11 +67,11 @@ func (e *Engine) part(ctx context.Context, m Member, q aggregator.Query, d *memo
 	return p
 }
 
-// remembered is the succeeded entry of a fresh remembered answer; took is
-// the time spent reading it.
-func (e *Engine) remembered(m Member, op aggregator.Operation, a memory.Answer, took time.Duration) part {
+// remembered is the succeeded entry of a fresh remembered answer: its
+// duration is none, no portal was called.
+func (e *Engine) remembered(m Member, op aggregator.Operation, a memory.Answer) part {
 	p := e.entry(m, op, aggregator.Succeeded, 0, nil, 0, "")
-	n, ms := len(a.Infractions), took.Milliseconds()
+	n, ms := len(a.Infractions), int64(0)
 	p.entry.Count, p.entry.DurationMS = &n, &ms
 	p.entry.Remembered = &aggregator.Remembered{AsOf: a.AsOf}
 	p.infractions = a.Infractions

@@ -70,21 +70,24 @@ func (l *LRU) Len() int {
 }
 
 // Get implements Store.
-func (l *LRU) Get(_ context.Context, subject, entry string) ([]byte, string, error) {
+func (l *LRU) Get(_ context.Context, subject string, entries []string) ([][]byte, string, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	gen := l.generation(subject)
-	el, ok := l.entries[lruKey{subject, entry}]
-	if !ok {
-		return nil, gen, nil
+	now := l.now()
+	values := make([][]byte, len(entries))
+	for i, entry := range entries {
+		el, ok := l.entries[lruKey{subject, entry}]
+		if !ok {
+			continue
+		}
+		if e := el.Value.(*lruEntry); now.Before(e.expires) {
+			l.order.MoveToFront(el)
+			values[i] = e.value
+		} else {
+			l.remove(el)
+		}
 	}
-	e := el.Value.(*lruEntry)
-	if !l.now().Before(e.expires) {
-		l.remove(el)
-		return nil, gen, nil
-	}
-	l.order.MoveToFront(el)
-	return e.value, gen, nil
+	return values, l.generation(subject), nil
 }
 
 // Generation implements Store.

@@ -34,8 +34,8 @@ func TestLRUBound(t *testing.T) {
 		}
 	}
 	has := func(subject string) bool {
-		v, _, _ := lru.Get(ctx, subject, "caba:by_domain:f:0")
-		return v != nil
+		v, _, _ := lru.Get(ctx, subject, []string{"caba:by_domain:f:0"})
+		return v[0] != nil
 	}
 	for i := range 3 {
 		put(fmt.Sprint("s", i))
@@ -79,11 +79,11 @@ func TestLRUGenerationsBounded(t *testing.T) {
 	if ok, _ := lru.Put(ctx, "s0", "caba:by_domain:f:0", []byte("v"), gen, time.Minute); !ok {
 		t.Errorf("a write with a current generation was refused")
 	}
-	if v, _, _ := lru.Get(ctx, "s0", "caba:by_domain:f:0"); v == nil {
+	if v, _, _ := lru.Get(ctx, "s0", []string{"caba:by_domain:f:0"}); v[0] == nil {
 		t.Errorf("kept, then not found")
 	}
 	c.now = c.now.Add(2 * time.Minute)
-	if v, _, _ := lru.Get(ctx, "s0", "caba:by_domain:f:0"); v != nil {
+	if v, _, _ := lru.Get(ctx, "s0", []string{"caba:by_domain:f:0"}); v[0] != nil {
 		t.Errorf("found after its ttl")
 	}
 	if got := lru.Len(); got != 0 {

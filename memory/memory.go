@@ -69,9 +69,10 @@ func (p Policy) TTL() time.Duration { return max(p.Fresh, p.Stale) }
 // id), each entry named within its subject. It is implemented by *LRU and
 // by store/redis's MemoryStore. Its methods are safe for concurrent use.
 type Store interface {
-	// Get returns the value of subject's entry (nil when it has none, or
-	// when what is stored cannot be read) and subject's generation.
-	Get(ctx context.Context, subject, entry string) (value []byte, gen string, err error)
+	// Get returns the values of subject's entries, in order (nil for one
+	// it does not have, or whose stored value cannot be read), and
+	// subject's generation: one round trip for all of a query's sources.
+	Get(ctx context.Context, subject string, entries []string) (values [][]byte, gen string, err error)
 	// Generation returns subject's generation, which changes each time
 	// the subject is forgotten.
 	Generation(ctx context.Context, subject string) (string, error)
@@ -202,30 +203,80 @@ func (m *Memory) begin(ctx context.Context, source string, p Policy, q aggregato
 	}, true
 }
 
-// Recall reads what source remembers of q: the current key's entry, else
-// the previous keys'. The ticket it returns lets Keep write the answer of
-// a lookup that starts now; it is not valid when memory cannot be used.
+// Want names one source's part of a RecallAll.
+type Want struct {
+	Source string
+	Policy Policy
+}
+
+// Recalled is what RecallAll found for one Want: the answer when Found,
+// and the ticket that lets Keep write the answer of a lookup that starts
+// now (not valid when memory cannot be used for it).
+type Recalled struct {
+	Answer Answer
+	Found  bool
+	Ticket Ticket
+}
+
+// Recall is RecallAll for one source.
 func (m *Memory) Recall(ctx context.Context, source string, p Policy, q aggregator.Query) (Answer, bool, Ticket) {
-	t, ok := m.begin(ctx, source, p, q)
-	if !ok {
-		return Answer{}, false, Ticket{}
-	}
-	for i, h := range m.keys.Hashes(subject(q)) {
-		value, gen, err := m.store.Get(ctx, h, t.entry)
-		if i == 0 {
-			if err != nil {
-				return Answer{}, false, Ticket{} // no write on a generation unknown
-			}
-			t.gen = gen
-		}
-		if err != nil || value == nil {
+	r := m.RecallAll(ctx, q, []Want{{Source: source, Policy: p}})[0]
+	return r.Answer, r.Found, r.Ticket
+}
+
+// RecallAll reads what each source of wants remembers of q, in one read
+// of the store: the current key's entries, then, for those not found, the
+// previous keys'.
+func (m *Memory) RecallAll(ctx context.Context, q aggregator.Query, wants []Want) []Recalled {
+	out := make([]Recalled, len(wants))
+	var entries []string
+	var idx []int
+	for i, w := range wants {
+		t, ok := m.begin(ctx, w.Source, w.Policy, q)
+		if !ok {
 			continue
 		}
-		if a, ok := m.open(h, t.entry, source, value); ok {
-			return a, true, t
-		}
+		out[i].Ticket = t
+		entries = append(entries, t.entry)
+		idx = append(idx, i)
 	}
-	return Answer{}, false, t
+	if len(entries) == 0 {
+		return out
+	}
+	for k, h := range m.keys.Hashes(subject(q)) {
+		values, gen, err := m.store.Get(ctx, h, entries)
+		if k == 0 {
+			if err != nil {
+				for _, i := range idx {
+					out[i].Ticket = Ticket{} // no write on a generation unknown
+				}
+				return out
+			}
+			for _, i := range idx {
+				out[i].Ticket.gen = gen
+			}
+		}
+		if err != nil || len(values) != len(entries) {
+			continue
+		}
+		var left []string
+		var leftIdx []int
+		for j, v := range values {
+			i := idx[j]
+			if v != nil {
+				if a, ok := m.open(h, entries[j], wants[i].Source, v); ok {
+					out[i].Answer, out[i].Found = a, true
+					continue
+				}
+			}
+			left, leftIdx = append(left, entries[j]), append(leftIdx, i)
+		}
+		if len(left) == 0 {
+			break
+		}
+		entries, idx = left, leftIdx
+	}
+	return out
 }
 
 // Ticket is Recall's ticket without reading anything: for lookups that

@@ -94,7 +94,13 @@ type store struct {
 	value []byte
 }
 
-func (s *store) Get(context.Context, string, string) ([]byte, string, error) { return s.value, "", nil }
+func (s *store) Get(_ context.Context, _ string, entries []string) ([][]byte, string, error) {
+	values := make([][]byte, len(entries))
+	for i := range values {
+		values[i] = s.value
+	}
+	return values, "", nil
+}
 
 // FuzzStoredValues opens whatever a store may hold: bytes of any kind, and
 // sealed plaintexts of any kind under the right key and store key. It

@@ -298,10 +298,11 @@ func Run(t *testing.T, newStore func(t *testing.T) memory.Store) {
 		to := keys.Hash("domain:AB123CE")
 		ctx := context.Background()
 		entry := "caba:by_domain:f1:" + mustSourceGen(t, store, "caba")
-		sealed, _, err := store.Get(ctx, from, entry)
-		if err != nil || sealed == nil {
-			t.Fatalf("reading the sealed value back: %v, %v", sealed, err)
+		values, _, err := store.Get(ctx, from, []string{entry})
+		if err != nil || len(values) != 1 || values[0] == nil {
+			t.Fatalf("reading the sealed value back: %v, %v", values, err)
 		}
+		sealed := values[0]
 		if bytes.Contains(sealed, []byte("Q-1")) {
 			t.Errorf("the sealed value holds the infraction in clear")
 		}

@@ -75,33 +75,43 @@ func (m *MemoryStore) sourceKey(source string) string {
 	return m.st.opts.Prefix + "{memory-source/" + source + "}:gen"
 }
 
-// Get implements memory.Store.
-func (m *MemoryStore) Get(ctx context.Context, subject, entry string) ([]byte, string, error) {
-	if !subjectShape.MatchString(subject) || !entryShape.MatchString(entry) {
+// Get implements memory.Store: the generation and every entry asked for,
+// in one script (one slot).
+func (m *MemoryStore) Get(ctx context.Context, subject string, entries []string) ([][]byte, string, error) {
+	if !subjectShape.MatchString(subject) {
 		return nil, "", errName
+	}
+	base := m.base(subject)
+	keys := make([]string, 0, 1+len(entries))
+	keys = append(keys, base+"gen")
+	for _, e := range entries {
+		if !entryShape.MatchString(e) {
+			return nil, "", errName
+		}
+		keys = append(keys, base+"e:"+e)
 	}
 	if m.st.Degraded() {
 		return nil, "", ErrDegraded
 	}
-	base := m.base(subject)
 	cctx, cancel := m.st.callCtx(ctx)
-	res, err := memoryGetScript.Run(cctx, m.st.client, []string{base + "e:" + entry, base + "gen"}).Slice()
+	res, err := memoryGetScript.Run(cctx, m.st.client, keys).Slice()
 	cancel()
 	if err != nil {
 		m.st.failed(ctx, err)
 		return nil, "", err
 	}
-	if intAt(res, 1) == 2 {
-		m.st.bad.Unreadable(base+"e:"+entry, "", false)
+	values := make([][]byte, len(entries))
+	for i, k := range keys {
+		switch intAt(res, 2*i+1) {
+		case 1:
+			if i > 0 {
+				values[i-1] = []byte(strAt(res, 2*i))
+			}
+		case 2:
+			m.st.bad.Unreadable(k, "", false)
+		}
 	}
-	if intAt(res, 3) == 2 {
-		m.st.bad.Unreadable(base+"gen", "", false)
-	}
-	var value []byte
-	if intAt(res, 1) == 1 {
-		value = []byte(strAt(res, 0))
-	}
-	return value, strAt(res, 2), nil
+	return values, strAt(res, 0), nil
 }
 
 // Generation implements memory.Store.
