@@ -347,8 +347,14 @@ type answer struct {
 // query asks GET /v1/infractions?params and decodes the answer.
 func (e *env) query(params string) answer {
 	e.t.Helper()
+	return e.queryHeader(nil, params)
+}
+
+// queryHeader is query with the request headers h.
+func (e *env) queryHeader(h http.Header, params string) answer {
+	e.t.Helper()
 	begin := time.Now()
-	resp, body := e.get("/v1/infractions?" + params)
+	resp, body := e.do(http.MethodGet, "/v1/infractions?"+params, h, "")
 	a := answer{status: resp.StatusCode, header: resp.Header, took: time.Since(begin)}
 	var err error
 	if resp.StatusCode == http.StatusOK {

@@ -80,21 +80,31 @@ func (e *env) queryWith(cacheControl, params string) answer {
 	if cacheControl != "" {
 		h.Set("Cache-Control", cacheControl)
 	}
-	resp, body := e.do(http.MethodGet, "/v1/infractions?"+params, h, "")
-	a := answer{status: resp.StatusCode, header: resp.Header}
-	var err error
-	if resp.StatusCode == http.StatusOK {
-		err = json.Unmarshal(body, &a.result)
-	} else {
-		err = json.Unmarshal(body, &a.problem)
-	}
-	if err != nil {
-		e.t.Errorf("query %s: decoding %d answer: %v\n%s", params, resp.StatusCode, err, body)
-	}
-	if cc := resp.Header.Get("Cache-Control"); (resp.StatusCode == 200 || resp.StatusCode == 503) && cc != "no-store" {
+	a := e.queryHeader(h, params)
+	if cc := a.header.Get("Cache-Control"); (a.status == 200 || a.status == 503) && cc != "no-store" {
 		e.t.Errorf("query %s: Cache-Control %q, want no-store", params, cc)
 	}
 	return a
+}
+
+// lookups is a portal answering a plate's lookup with the infraction id
+// plateID, and a person's with personID.
+func lookups(plateID, personID string) http.Handler {
+	m := http.NewServeMux()
+	m.Handle("GET /actas", one(plateID))
+	m.Handle("GET /personas/{kind}/{id}", one(personID))
+	return m
+}
+
+// twoRemembering starts a replica of two sources, a and b, that remember
+// in st, over portals answering h.
+func twoRemembering(t *testing.T, st memStore, h http.Handler) (*env, *portal, *portal) {
+	t.Helper()
+	a, b := newPortal(t, h), newPortal(t, h)
+	e := startMem(t, st, memKey, nil, "",
+		source{id: "a", url: a.URL, extra: []string{remembers}},
+		source{id: "b", url: b.URL, extra: []string{remembers}})
+	return e, a, b
 }
 
 // forget sends DELETE /v1/admin/memory?params and returns the status.
@@ -155,16 +165,7 @@ func TestMemoryFreshSparesThePortal(t *testing.T) {
 	for _, st := range memStores(t) {
 		t.Run(st.name, func(t *testing.T) {
 			t.Parallel()
-			a, b, c := newPortal(t, nil), newPortal(t, nil), newPortal(t, nil)
-			mux := func(id string) http.Handler {
-				m := http.NewServeMux()
-				m.Handle("GET /actas", one(id))
-				m.Handle("GET /personas/{kind}/{id}", one(id+"-P"))
-				return m
-			}
-			a.set(mux("A-1"))
-			b.set(mux("B-1"))
-			c.set(mux("C-1"))
+			a, b, c := newPortal(t, lookups("A-1", "A-1-P")), newPortal(t, lookups("B-1", "B-1-P")), newPortal(t, lookups("C-1", "C-1-P"))
 			e := startMem(t, st, memKey, nil, "",
 				source{id: "a", url: a.URL, extra: []string{remembers}},
 				source{id: "b", url: b.URL, extra: []string{"remember: {fresh: 1m}"}},
@@ -439,13 +440,7 @@ func scanRedis(t *testing.T, c *redis.Client, prefix string) map[string][]string
 func TestMemoryNoPersonalDataInRedis(t *testing.T) {
 	t.Parallel()
 	st := redisStore(t)
-	mux := http.NewServeMux()
-	mux.Handle("GET /actas", one("Q-1"))
-	mux.Handle("GET /personas/{kind}/{id}", one("Q-2"))
-	a, b := newPortal(t, mux), newPortal(t, mux)
-	e := startMem(t, st, memKey, nil, "",
-		source{id: "a", url: a.URL, extra: []string{remembers}},
-		source{id: "b", url: b.URL, extra: []string{remembers}})
+	e, _, b := twoRemembering(t, st, lookups("Q-1", "Q-2"))
 	for _, q := range []string{"domain=ab-123-cd", "domain=" + plate, "id=" + cuit, "id=" + cuitDigits, "id=" + dni} {
 		e.query(q)
 	}
@@ -602,13 +597,8 @@ func TestMemoryForget(t *testing.T) {
 	for _, st := range memStores(t) {
 		t.Run(st.name, func(t *testing.T) {
 			t.Parallel()
-			mux := http.NewServeMux()
-			mux.Handle("GET /actas", one("Q-1"))
-			mux.Handle("GET /personas/{kind}/{id}", one("Q-2"))
-			a, b := newPortal(t, mux), newPortal(t, mux)
-			e := startMem(t, st, memKey, nil, "",
-				source{id: "a", url: a.URL, extra: []string{remembers}},
-				source{id: "b", url: b.URL, extra: []string{remembers}})
+			mux := lookups("Q-1", "Q-2")
+			e, a, b := twoRemembering(t, st, mux)
 			e.byDomain(plate)
 			e.byDomain(plateN(1))
 			e.query("id=" + cuit)
