@@ -149,7 +149,6 @@ func (a Answer) Age(now time.Time) time.Duration { return max(now.Sub(a.AsOf), 0
 // writes nothing.
 type Ticket struct {
 	source  string
-	op      aggregator.Operation
 	policy  Policy
 	subject string // hash under the current key
 	entry   string
@@ -198,7 +197,7 @@ func (m *Memory) begin(ctx context.Context, source string, p Policy, q aggregato
 		return Ticket{}, false
 	}
 	return Ticket{
-		source: source, op: q.Operation(), policy: p, subject: m.keys.Hash(subject(q)),
+		source: source, policy: p, subject: m.keys.Hash(subject(q)),
 		entry: entryName(source, q.Operation(), p, sgen), began: m.opts.Now(),
 	}, true
 }
@@ -333,13 +332,17 @@ func (m *Memory) Forget(ctx context.Context, q aggregator.Query) error {
 			subjects = append(subjects, aggregator.Query{ID: id})
 		}
 	}
-	var errs []error
+	// The first failure ends it: the store is unreachable, and the caller
+	// says the erasure was not done (it may be asked again: forgetting
+	// twice is forgetting once).
 	for _, s := range subjects {
 		for _, h := range m.keys.Hashes(subject(s)) {
-			errs = append(errs, m.store.Forget(ctx, h, m.opts.Hold))
+			if err := m.store.Forget(ctx, h, m.opts.Hold); err != nil {
+				return err
+			}
 		}
 	}
-	return errors.Join(errs...)
+	return nil
 }
 
 // ForgetSource forgets everything source remembered.
