@@ -630,6 +630,7 @@ func TestMemoryForget(t *testing.T) {
 			a.set(a.gated(gate, one("Q-9")))
 			b.set(one("Q-9"))
 			p := plateN(2)
+			before := a.calls()
 			var wg sync.WaitGroup
 			wg.Add(1)
 			var inFlight answer
@@ -637,7 +638,6 @@ func TestMemoryForget(t *testing.T) {
 				defer wg.Done()
 				inFlight = e.byDomain(p, "timeout=5s")
 			}()
-			before := a.calls()
 			eventually(t, 3*time.Second, "the lookup reaching the portal", func() bool { return a.calls() > before })
 			if code, _ := e.forget("domain=" + p); code != http.StatusNoContent {
 				t.Errorf("DELETE during a lookup: %d", code)
@@ -710,10 +710,9 @@ func TestMemorySharedByReplicas(t *testing.T) {
 	if rs[0].byDomain(plate); p.calls() != 2 {
 		t.Errorf("forgotten through one replica, remembered by the other (%d calls)", p.calls())
 	}
-	time.Sleep(100 * time.Millisecond) // the subscriptions are up
-	rs[1].byDomain(plate)              // remembered by both
+	rs[1].byDomain(plate) // remembered by both
 	rs[1].forget("source=a")
-	eventually(t, 900*time.Millisecond, "the other replica forgetting the source", func() bool {
+	eventually(t, 3*time.Second, "the other replica forgetting the source", func() bool {
 		before := p.calls()
 		rs[0].byDomain(plate)
 		return p.calls() > before

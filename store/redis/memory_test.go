@@ -153,11 +153,19 @@ func TestMemoryStoreShared(t *testing.T) {
 	if _, ok, _ := b.Recall(ctx, "caba", memPolicy, memPlate); !ok {
 		t.Fatalf("another replica does not recall the answer")
 	}
-	time.Sleep(100 * time.Millisecond) // the subscriptions are up
+	// Both replicas listen to the stores' channel before the erasure.
+	for deadline := time.Now().Add(2 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if n, err := c.PubSubNumSub(ctx, prefix+"events").Result(); err == nil && n[prefix+"events"] >= 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the stores never subscribed to their channel")
+		}
+	}
 	if err := b.ForgetSource(ctx, "caba"); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(500 * time.Millisecond)
+	deadline := time.Now().Add(800 * time.Millisecond)
 	for {
 		if _, ok, _ := a.Recall(ctx, "caba", memPolicy, memPlate); !ok {
 			break
