@@ -323,12 +323,12 @@ func Run(t *testing.T, newStore func(t *testing.T) memory.Store) {
 	t.Run("Expires", func(t *testing.T) {
 		t.Parallel()
 		m := New(t, newStore(t), Key(t))
-		short := memory.Policy{Stale: 300 * time.Millisecond, Fingerprint: "f1"}
+		short := memory.Policy{Stale: time.Second, Fingerprint: "f1"}
 		keep(t, m, "caba", short, plate, Infractions("caba", "Q-1"))
 		if got := recalled(t, m, "caba", short, plate); got == nil {
 			t.Fatalf("at once: got nothing")
 		}
-		time.Sleep(500 * time.Millisecond)
+		time.Sleep(1300 * time.Millisecond)
 		if got := recalled(t, m, "caba", short, plate); got != nil {
 			t.Errorf("after max(fresh, stale): got %v, want nothing", got)
 		}
