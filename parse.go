@@ -137,6 +137,13 @@ var cuitWeights = [10]int{5, 4, 3, 2, 7, 6, 5, 4, 3, 2}
 // check digit of the first ten: 11 − (Σ weight·digit mod 11), where 11
 // stands for 0 and 10 means no valid CUIT/CUIL starts with those ten digits.
 func cuitCheckOK(d []byte) bool {
+	check, ok := cuitCheck(d)
+	return ok && int(d[10]-'0') == check
+}
+
+// cuitCheck is the check digit of the first ten ASCII digits of d; ok is
+// false when no valid CUIT/CUIL starts with them.
+func cuitCheck(d []byte) (int, bool) {
 	sum := 0
 	for i, w := range cuitWeights {
 		sum += w * int(d[i]-'0')
@@ -144,11 +151,44 @@ func cuitCheckOK(d []byte) bool {
 	check := 11 - sum%11
 	switch check {
 	case 11:
-		check = 0
+		return 0, true
 	case 10:
-		return false
+		return 0, false
 	}
-	return int(d[10]-'0') == check
+	return check, true
+}
+
+// PersonIDs lists the normalised ids (ParseID's) one person is known by,
+// id first: a person's CUIT/CUIL (prefixes 20, 23, 24 and 27) embeds their
+// DNI, and a DNI is embedded in each of the CUITs those prefixes make.
+// Erasing a person (SPEC 14) forgets all of them. A company's CUIT, or an id
+// that is not one, is only itself.
+func PersonIDs(id string) []string {
+	out := []string{id}
+	switch len(id) {
+	case 11:
+		if p := id[:2]; p == "20" || p == "23" || p == "24" || p == "27" {
+			dni := id[2:10]
+			out = append(out, dni)
+			if dni[0] == '0' {
+				out = append(out, dni[1:])
+			}
+		}
+	case 7, 8:
+		dni := id
+		if len(dni) == 7 {
+			dni = "0" + dni
+		}
+		for _, prefix := range []string{"20", "23", "24", "27"} {
+			if check, ok := cuitCheck([]byte(prefix + dni)); ok {
+				out = append(out, prefix+dni+string(rune('0'+check)))
+			}
+		}
+		if len(id) == 8 && id[0] == '0' {
+			out = append(out, id[1:])
+		}
+	}
+	return out
 }
 
 func isDigit(c byte) bool { return '0' <= c && c <= '9' }

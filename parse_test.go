@@ -3,6 +3,7 @@ package aggregator
 import (
 	"errors"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -442,4 +443,31 @@ func FuzzParseID(f *testing.F) {
 			t.Fatalf("ParseID(%q) = %q, %q, %v; want it to re-parse to itself", got, again, againKind, err)
 		}
 	})
+}
+
+func TestPersonIDs(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		id   string
+		want []string
+	}{
+		{"20314159269", []string{"20314159269", "31415926"}},
+		{"27314159263", []string{"27314159263", "31415926"}},
+		{"20012345675", []string{"20012345675", "01234567", "1234567"}},
+		{"30712345671", []string{"30712345671"}}, // a company: no DNI inside
+		{"31415926", []string{"31415926", "20314159269", "23314159268", "24314159264", "27314159263"}},
+		// No valid CUIT/CUIL is 27-01234567-x: three of them.
+		{"1234567", []string{"1234567", "20012345675", "23012345674", "24012345670"}},
+	}
+	for _, tt := range tests {
+		got := PersonIDs(tt.id)
+		if !slices.Equal(got, tt.want) {
+			t.Errorf("PersonIDs(%s): got %v, want %v", tt.id, got, tt.want)
+		}
+		for _, id := range got {
+			if n, _, err := ParseID(id); err != nil || n != id {
+				t.Errorf("PersonIDs(%s) lists %s, not a valid normalised id: %v", tt.id, id, err)
+			}
+		}
+	}
 }

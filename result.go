@@ -1,6 +1,10 @@
 package aggregator
 
-import "github.com/multas/aggregator/problem"
+import (
+	"time"
+
+	"github.com/multas/aggregator/problem"
+)
 
 // Infraction is one record found by one source, normalised (SPEC 3.1).
 type Infraction struct {
@@ -17,6 +21,9 @@ type Infraction struct {
 	Status    Status `json:"status"`
 	StatusRaw string `json:"status_raw,omitempty"`
 	Voucher   string `json:"voucher,omitempty"`
+	// Stale marks an infraction of a remembered answer standing in for a
+	// source that failed or was skipped (SPEC 14).
+	Stale bool `json:"stale,omitempty"`
 }
 
 // Units is an amount in legal units (Argentina's UF, Uruguay's UR,
@@ -104,17 +111,35 @@ type SourceResult struct {
 	Count        *int             `json:"count,omitempty"`
 	DurationMS   *int64           `json:"duration_ms,omitempty"`
 	Problem      *problem.Problem `json:"problem,omitempty"`
+	// Remembered is set when the entry's infractions come from the
+	// source's remembered answer, not from its portal now (SPEC 14): a
+	// fresh one on a succeeded entry, a stale one standing in on a failed
+	// or skipped entry.
+	Remembered *Remembered `json:"remembered,omitempty"`
 
 	// Outcome is the classification behind Status, for metrics and logs.
 	Outcome Outcome `json:"-"`
 }
 
-// Summary counts the sources of a query by entry status.
+// Remembered says when a remembered answer was read from the portal.
+type Remembered struct {
+	AsOf time.Time `json:"as_of"`
+}
+
+// StoodIn reports whether e did not succeed and a remembered answer stands
+// in for it.
+func (e SourceResult) StoodIn() bool {
+	return e.Remembered != nil && e.Status != EntrySucceeded
+}
+
+// Summary counts the sources of a query by entry status; Stale counts the
+// failed or skipped entries a remembered answer stood in for.
 type Summary struct {
 	Total     int `json:"total"`
 	Succeeded int `json:"succeeded"`
 	Failed    int `json:"failed"`
 	Skipped   int `json:"skipped"`
+	Stale     int `json:"stale"`
 }
 
 // QueryEcho is the `query` member of a result: the normalised input.
@@ -156,7 +181,17 @@ func NewResult(q Query, entries []SourceResult, infractions []Infraction) Result
 		case EntrySkipped:
 			r.Summary.Skipped++
 		}
+		if e.StoodIn() {
+			r.Summary.Stale++
+		}
 	}
 	r.Complete = r.Summary.Total > 0 && r.Summary.Succeeded == r.Summary.Total
 	return r
+}
+
+// Answered reports whether r is worth a 200: at least one source succeeded
+// or had a remembered answer stand in for it (SPEC 14); otherwise it is the
+// 503 no-source-available.
+func (r Result) Answered() bool {
+	return r.Summary.Succeeded > 0 || r.Summary.Stale > 0
 }

@@ -75,6 +75,7 @@ var specEndpoints = []endpoint{
 	{"POST", "/v1/admin/dlq/{id}/redeliver", append([]int{202, 404, 408, 413}, admin...)},
 	{"DELETE", "/v1/admin/dlq/{id}", append([]int{204, 404, 408, 413}, admin...)},
 	{"GET", "/v1/admin/readyz", append([]int{200}, admin...)},
+	{"DELETE", "/v1/admin/memory", append([]int{204, 400, 404}, admin...)},
 	{"GET", "/problems/{slug}", []int{200, 404, 503}},
 	{"GET", "/", []int{200, 503}},
 	{"GET", "/metrics", []int{200}},
@@ -187,7 +188,7 @@ func (r *recorder) Errorf(format string, args ...any) {
 const validResult = `{
   "query": {"domain": "AB123CD"},
   "complete": false,
-  "summary": {"total": 2, "succeeded": 1, "failed": 0, "skipped": 1},
+  "summary": {"total": 2, "succeeded": 1, "failed": 0, "skipped": 1, "stale": 0},
   "infractions": [
     {"source": "caba", "jurisdiction": "Ciudad de Buenos Aires", "id": "Q-10442",
      "date": "2026-03-14T09:12:00-03:00", "description": "Exceso de velocidad",
@@ -287,7 +288,7 @@ func TestCheck(t *testing.T) {
 		{"infraction without id", "GET", "/v1/infractions?domain=AB123CD", 200, noStore,
 			edit(validResult, `"id": "Q-2", `, ``), false},
 		{"result without summary", "GET", "/v1/infractions?domain=AB123CD", 200, noStore,
-			edit(validResult, `"summary": {"total": 2, "succeeded": 1, "failed": 0, "skipped": 1},`, ``), false},
+			edit(validResult, `"summary": {"total": 2, "succeeded": 1, "failed": 0, "skipped": 1, "stale": 0},`, ``), false},
 		{"result without Cache-Control", "GET", "/v1/infractions?domain=AB123CD", 200, jsonCT, validResult, false},
 		{"result as problem+json", "GET", "/v1/infractions?domain=AB123CD", 200,
 			with(noStore, "Content-Type", "application/problem+json"), validResult, false},

@@ -23,6 +23,7 @@ import (
 	"github.com/multas/aggregator/config"
 	"github.com/multas/aggregator/correlation"
 	"github.com/multas/aggregator/fanout"
+	"github.com/multas/aggregator/memory"
 	"github.com/multas/aggregator/metrics"
 	"github.com/multas/aggregator/problem"
 	"github.com/multas/aggregator/ratelimit"
@@ -81,6 +82,9 @@ type App struct {
 	Server   *server.Server
 	// Async runs the asynchronous queries; Close stops it.
 	Async *async.Manager
+	// Memory remembers the sources' answers (SPEC 14); nil without
+	// memory.key.
+	Memory *memory.Memory
 
 	live struct {
 		breakers atomic.Pointer[breaker.Set]
@@ -145,6 +149,11 @@ func New(cfg *config.Config, opts Options) (*App, error) {
 	a.Metrics = m
 	a.closers = append(a.closers, sampleMetrics(m, opts.Now))
 	a.Limiter = ratelimit.New(opts.LimitStore, opts.Now)
+	mem, err := a.newMemory(cfg, opts)
+	if err != nil {
+		return nil, err
+	}
+	a.Memory = mem
 
 	known := adapters(opts)
 	// No request reaches a portal unseen: the transport's own replays
@@ -174,16 +183,21 @@ func New(cfg *config.Config, opts Options) (*App, error) {
 			RPS: sc.RateLimit.RPS, Burst: sc.RateLimit.Burst,
 			MaxWait: time.Duration(sc.RateLimit.MaxWait), MaxPause: time.Duration(sc.RateLimit.MaxPause),
 		})
-		members = append(members, fanout.Member{
+		member := fanout.Member{
 			Source: src, BreakerKey: key, Timeout: time.Duration(sc.Timeout),
 			Retry: fanout.Retry{MaxRetries: sc.Retry.MaxRetries, InitialBackoff: time.Duration(sc.Retry.InitialBackoff),
 				MaxBackoff: time.Duration(sc.Retry.MaxBackoff)},
-		})
+		}
+		if mem != nil && sc.Remember.Remembers() {
+			member.Memory = memoryPolicy(sc)
+			m.RemembersFor(sc.ID, memory.HitFresh, memory.HitStale)
+		}
+		members = append(members, member)
 	}
 	catalog := problem.Catalog{Base: cfg.Problems.BaseURI}
 	a.Engine = fanout.New(members, fanout.Options{
 		Breakers: a.Breakers, Limiter: a.Limiter, Problems: catalog, Observer: m, Now: opts.Now,
-		Tracer: tracing.Tracer(opts.TracerProvider),
+		Tracer: tracing.Tracer(opts.TracerProvider), Memory: mem,
 	})
 	var keys *ratelimit.Keys
 	if len(cfg.Server.APIKeys) > 0 {
@@ -207,7 +221,7 @@ func New(cfg *config.Config, opts Options) (*App, error) {
 	a.Server = server.New(server.Options{
 		Engine: a.Engine, Breakers: a.Breakers, Limiter: a.Limiter, Metrics: m, Problems: catalog,
 		Logger: opts.Logger, Deadline: time.Duration(cfg.Query.Deadline), MaxDeadline: time.Duration(cfg.Query.MaxDeadline),
-		AdminToken: cfg.Server.AdminToken, Keys: keys, Now: opts.Now, Async: a.Async,
+		AdminToken: cfg.Server.AdminToken, Keys: keys, Now: opts.Now, Async: a.Async, Memory: mem,
 		Ready: ready, ShareSettings: share, MaxInFlight: cfg.Server.MaxInFlight, ReadTimeout: time.Duration(cfg.Server.ReadTimeout),
 		Tracer: tracing.Tracer(opts.TracerProvider), Propagator: opts.Propagator,
 	})

@@ -102,7 +102,8 @@ func (p *Part) valid(op aggregator.Operation) bool {
 		return false
 	}
 	if e.Source == "" || !validText(e.Source) || !validText(e.Jurisdiction) || e.Operation != op ||
-		e.Count != nil && *e.Count < 0 || e.DurationMS != nil && *e.DurationMS < 0 {
+		e.Count != nil && *e.Count < 0 || e.DurationMS != nil && *e.DurationMS < 0 ||
+		e.Remembered != nil && (e.Remembered.AsOf.IsZero() || !validTime(e.Remembered.AsOf)) {
 		return false
 	}
 	if pr := e.Problem; pr != nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/multas/aggregator"
 	"github.com/multas/aggregator/breaker"
 	"github.com/multas/aggregator/fanout"
+	"github.com/multas/aggregator/memory"
 	"github.com/multas/aggregator/ratelimit"
 	"github.com/multas/aggregator/tracing"
 )
@@ -304,6 +305,9 @@ type Request struct {
 	CallbackURL string
 	// MaxWait is the query's max_wait; 0 means Options.MaxWait.
 	MaxWait time.Duration
+	// Directives are the request's Cache-Control (SPEC 14): the first run
+	// follows them; the sources retained after it never read memory.
+	Directives memory.Directives
 }
 
 // Submit accepts a query, runs it at once, and returns it as it stands:
@@ -334,7 +338,7 @@ func (m *Manager) Submit(ctx context.Context, r Request) (View, error) {
 	}
 	m.mark(q.ID, true)
 	defer m.mark(q.ID, false)
-	res := m.opts.Engine.Query(ctx, r.Query, r.Sources, m.opts.Budget)
+	res := m.opts.Engine.Answer(ctx, r.Query, r.Sources, m.opts.Budget, r.Directives)
 	idx := make([]int, len(q.Parts))
 	for i := range idx {
 		idx[i] = i

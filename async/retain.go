@@ -116,11 +116,23 @@ func (m *Manager) apply(ctx context.Context, q *Query, idx []int, res aggregator
 			p.Tries++
 		}
 		p.LastTry = at
+		stood := p.Entry.StoodIn() // a remembered answer stood in before
+		before := p.Entry.Remembered
 		p.Entry = e
 		if e.Status == aggregator.EntrySucceeded {
 			p.Infractions = found[e.Source]
 			p.NextTry = time.Time{}
 			continue
+		}
+		switch {
+		case e.StoodIn():
+			p.Infractions = found[e.Source] // marked stale (SPEC 14)
+		case stood:
+			// A retry never reads memory: what stood in on the first run
+			// stays until the source succeeds.
+			p.Entry.Remembered = before
+		default:
+			p.Infractions = nil
 		}
 		wait := min(m.opts.Poll<<min(p.Tries, 16), retryCeiling)
 		if e.Problem != nil && e.Problem.RetryAfter != nil {

@@ -113,6 +113,12 @@ func queryDocs(id string) map[string]string {
 		"a part without source": doc(func(q *Query) { q.Parts[0].Entry.Source = "" }),
 		"negative tries":        doc(func(q *Query) { q.Parts[0].Tries = -1 }),
 		"a negative count":      doc(func(q *Query) { n := -1; q.Parts[0].Entry.Count = &n }),
+		"remembered without as_of": doc(func(q *Query) {
+			q.Parts[0].Entry.Remembered = &aggregator.Remembered{}
+		}),
+		"remembered beyond 9999": strings.Replace(doc(func(q *Query) {
+			q.Parts[0].Entry.Remembered = &aggregator.Remembered{AsOf: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+		}), `"as_of":"2026`, `"as_of":"12026`, 1),
 		"a problem of status 200": doc(func(q *Query) {
 			q.Parts[0].Entry.Problem = &problem.Problem{Status: 200}
 		}),

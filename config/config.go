@@ -36,6 +36,8 @@ type Config struct {
 	Store    Store    `yaml:"store" json:"store"`
 	Async    Async    `yaml:"async" json:"async"`
 	Webhooks Webhooks `yaml:"webhooks" json:"webhooks"`
+	// Memory keys and bounds the remembered answers (SPEC 14).
+	Memory Memory `yaml:"memory" json:"memory"`
 	// Defaults is the `defaults` block as written, over the built-in defaults.
 	Defaults Defaults `yaml:"defaults" json:"defaults"`
 	// Sources are the configured portals, in file order, each with every
@@ -115,6 +117,37 @@ type WebhookBreaker struct {
 	OpenFor             Duration `yaml:"open_for" json:"open_for"`
 }
 
+// Memory configures the answers the sources remember (SPEC 14): the key
+// that hashes subjects and seals values, and the bounds of the in-process
+// memory (Redis holds them when store is set).
+type Memory struct {
+	// Key is 32 random bytes in base64 (a secret); required when any
+	// source remembers.
+	Key string `yaml:"key" json:"-"`
+	// PreviousKeys are older keys of a rotation: they open and hash,
+	// never seal.
+	PreviousKeys []string `yaml:"previous_keys,omitempty" json:"-"`
+	// MaxEntries bounds the entries kept in the process without a store.
+	MaxEntries int `yaml:"max_entries" json:"max_entries"`
+	// MaxEntryBytes bounds one sealed entry: a larger answer is not
+	// remembered.
+	MaxEntryBytes int `yaml:"max_entry_bytes" json:"max_entry_bytes"`
+}
+
+// Remember is how long a source's answers are remembered (SPEC 14); 0s
+// is never.
+type Remember struct {
+	// Fresh: an answer younger than this is served without calling the
+	// portal.
+	Fresh Duration `yaml:"fresh" json:"fresh"`
+	// Stale: an answer at most this old may stand in for the source when
+	// it fails or is skipped and the request allows it.
+	Stale Duration `yaml:"stale" json:"stale"`
+}
+
+// Remembers reports whether answers are kept at all.
+func (r Remember) Remembers() bool { return r.Fresh > 0 || r.Stale > 0 }
+
 // Retry configures retries of one source call inside one query (SPEC 4.3).
 type Retry struct {
 	MaxRetries     int      `yaml:"max_retries" json:"max_retries"`
@@ -146,6 +179,7 @@ type Defaults struct {
 	Retry           Retry     `yaml:"retry" json:"retry"`
 	Breaker         Breaker   `yaml:"breaker" json:"breaker"`
 	RateLimit       RateLimit `yaml:"rate_limit" json:"rate_limit"`
+	Remember        Remember  `yaml:"remember" json:"remember"`
 }
 
 // Source is one jurisdiction's portal with its effective settings.
@@ -182,6 +216,7 @@ type Source struct {
 	Retry            Retry          `yaml:"retry" json:"retry"`
 	Breaker          Breaker        `yaml:"breaker" json:"breaker"`
 	RateLimit        RateLimit      `yaml:"rate_limit" json:"rate_limit"`
+	Remember         Remember       `yaml:"remember" json:"remember"`
 
 	// FromEnv lists the values that ${NAME} references put in the source's
 	// configuration, its defaults included: each variable's value, and

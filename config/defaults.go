@@ -39,6 +39,7 @@ func builtin() *Config {
 				OpenFor:             Duration(10 * time.Second),
 			},
 		},
+		Memory: Memory{MaxEntries: 100000, MaxEntryBytes: 65536},
 		Defaults: Defaults{
 			Timeout:          Duration(2 * time.Second),
 			TimeZone:         "America/Argentina/Buenos_Aires",
@@ -83,6 +84,7 @@ func inherit(d Defaults) Source {
 		Retry:            d.Retry,
 		Breaker:          d.Breaker.clone(),
 		RateLimit:        d.RateLimit,
+		Remember:         d.Remember,
 	}
 }
 
@@ -98,6 +100,7 @@ func (s Source) settings() Defaults {
 		Retry:            s.Retry,
 		Breaker:          s.Breaker,
 		RateLimit:        s.RateLimit,
+		Remember:         s.Remember,
 	}
 }
 

@@ -59,13 +59,16 @@ func expand(s string, getenv func(string) string) (out string, fromEnv bool, uns
 // maxUnset bounds the unset variables expand names, and its work.
 const maxUnset = 8
 
-// secretKey reports whether the key path holds a secret (SPEC 10): the
-// admin token, the webhook signing secret, and every value under a
-// source's headers or auth block, at any depth.
+// secretKey reports whether the key path holds a secret (SPEC 10, 14): the
+// admin token, the webhook signing secret, the memory keys, and every value
+// under a source's headers or auth block, at any depth.
 func secretKey(path string) bool {
 	switch path {
-	case "server.admin_token", "webhooks.signing_secret":
+	case "server.admin_token", "webhooks.signing_secret", "memory.key":
 		return true
+	}
+	if rest, ok := strings.CutPrefix(path, "memory.previous_keys["); ok {
+		return strings.HasSuffix(rest, "]") && strings.Trim(rest[:len(rest)-1], "0123456789") == "" && len(rest) > 1
 	}
 	rest, ok := strings.CutPrefix(path, "sources[")
 	if !ok {

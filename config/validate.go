@@ -47,6 +47,7 @@ func validate(c *Config) Errors {
 		errs.add("async.release_rps", "must be positive")
 	}
 	validateWebhooks(&errs, c.Webhooks)
+	validateMemory(&errs, c)
 
 	defaults := validateSettings("defaults", c.Defaults, zone)
 	errs = append(errs, defaults...)
@@ -183,6 +184,90 @@ func validateWebhooks(errs *Errors, w Webhooks) {
 	}
 }
 
+// minEntryBytes is the least memory.max_entry_bytes: room for the sealing
+// and an answer without infractions.
+const minEntryBytes = 256
+
+// validateMemory checks the memory block: keys of 32 bytes in base64, one
+// required when any source remembers, and positive bounds.
+func validateMemory(errs *Errors, c *Config) {
+	m := c.Memory
+	if m.Key != "" {
+		if _, err := DecodeMemoryKey(m.Key); err != nil {
+			errs.add("memory.key", "%v (value not shown)", err)
+		}
+	} else {
+		for i, s := range c.Sources {
+			if s.Remember.Remembers() {
+				errs.add("memory.key", "required: source %q (%s) remembers answers (remember.fresh or remember.stale above 0s); set 32 random bytes in base64, e.g. from `openssl rand -base64 32`",
+					s.ID, index("sources", i))
+				break
+			}
+		}
+		if len(m.PreviousKeys) > 0 {
+			errs.add("memory.key", "required with memory.previous_keys: previous keys are for a rotation to it")
+		}
+	}
+	for i, k := range m.PreviousKeys {
+		if _, err := DecodeMemoryKey(k); err != nil {
+			errs.add(index("memory.previous_keys", i), "%v (value not shown)", err)
+		}
+	}
+	if m.MaxEntries < 1 {
+		errs.add("memory.max_entries", "must be at least 1")
+	}
+	if m.MaxEntryBytes < minEntryBytes {
+		errs.add("memory.max_entry_bytes", "must be at least %d", minEntryBytes)
+	}
+}
+
+// MemoryKeySize is the length of a memory key once decoded.
+const MemoryKeySize = 32
+
+// DecodeMemoryKey decodes a memory key: base64 (standard or URL alphabet,
+// padded or not) of exactly MemoryKeySize bytes. Its errors never show the
+// key.
+func DecodeMemoryKey(s string) ([]byte, error) {
+	s = strings.TrimSpace(s)
+	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.RawStdEncoding, base64.URLEncoding, base64.RawURLEncoding} {
+		key, err := enc.DecodeString(s)
+		if err != nil {
+			continue
+		}
+		if len(key) != MemoryKeySize {
+			return nil, fmt.Errorf("decodes to %d bytes, want %d", len(key), MemoryKeySize)
+		}
+		return key, nil
+	}
+	return nil, fmt.Errorf("want %d random bytes in base64", MemoryKeySize)
+}
+
+// Keys decodes the memory keys: the current one and the previous ones, in
+// order. Validation has checked them.
+func (m Memory) Keys() (current []byte, previous [][]byte, err error) {
+	if current, err = DecodeMemoryKey(m.Key); err != nil {
+		return nil, nil, fmt.Errorf("memory.key: %w", err)
+	}
+	for i, k := range m.PreviousKeys {
+		p, err := DecodeMemoryKey(k)
+		if err != nil {
+			return nil, nil, fmt.Errorf("memory.previous_keys[%d]: %w", i, err)
+		}
+		previous = append(previous, p)
+	}
+	return current, previous, nil
+}
+
+// Remembers reports whether any source remembers answers.
+func (c *Config) Remembers() bool {
+	for _, s := range c.Sources {
+		if s.Remember.Remembers() {
+			return true
+		}
+	}
+	return false
+}
+
 // validSecret reports whether s is a Standard Webhooks secret: whsec_
 // followed by a non-empty base64 key (padded or not).
 func validSecret(s string) bool {
@@ -234,6 +319,14 @@ func validateSettings(prefix string, s Defaults, zone func(string) (*time.Locati
 	}
 
 	errs = append(errs, s.Breaker.Validate(child(prefix, "breaker"))...)
+
+	rm := child(prefix, "remember")
+	if s.Remember.Fresh < 0 {
+		errs.add(child(rm, "fresh"), "must not be negative (0s means never)")
+	}
+	if s.Remember.Stale < 0 {
+		errs.add(child(rm, "stale"), "must not be negative (0s means never)")
+	}
 
 	l, lp := s.RateLimit, child(prefix, "rate_limit")
 	if l.RPS < 0 {

@@ -347,8 +347,14 @@ type answer struct {
 // query asks GET /v1/infractions?params and decodes the answer.
 func (e *env) query(params string) answer {
 	e.t.Helper()
+	return e.queryHeader(nil, params)
+}
+
+// queryHeader is query with the request headers h.
+func (e *env) queryHeader(h http.Header, params string) answer {
+	e.t.Helper()
 	begin := time.Now()
-	resp, body := e.get("/v1/infractions?" + params)
+	resp, body := e.do(http.MethodGet, "/v1/infractions?"+params, h, "")
 	a := answer{status: resp.StatusCode, header: resp.Header, took: time.Since(begin)}
 	var err error
 	if resp.StatusCode == http.StatusOK {
@@ -453,6 +459,7 @@ type summary struct {
 	Succeeded int `json:"succeeded"`
 	Failed    int `json:"failed"`
 	Skipped   int `json:"skipped"`
+	Stale     int `json:"stale"`
 }
 
 type infraction struct {
@@ -467,6 +474,7 @@ type infraction struct {
 	Status       string `json:"status"`
 	StatusRaw    string `json:"status_raw"`
 	Voucher      string `json:"voucher"`
+	Stale        bool   `json:"stale"`
 }
 
 type sourceEntry struct {
@@ -477,6 +485,9 @@ type sourceEntry struct {
 	Count        *int        `json:"count"`
 	DurationMS   *int64      `json:"duration_ms"`
 	Problem      *problemDoc `json:"problem"`
+	Remembered   *struct {
+		AsOf time.Time `json:"as_of"`
+	} `json:"remembered"`
 }
 
 type problemDoc struct {

@@ -20,6 +20,7 @@ import (
 
 	"github.com/multas/aggregator"
 	"github.com/multas/aggregator/breaker"
+	"github.com/multas/aggregator/memory"
 	"github.com/multas/aggregator/problem"
 	"github.com/multas/aggregator/ratelimit"
 	"github.com/multas/aggregator/sources"
@@ -63,6 +64,9 @@ type Member struct {
 	// Timeout bounds each call to the portal.
 	Timeout time.Duration
 	Retry   Retry
+	// Memory is how the source remembers its answers (SPEC 14); the zero
+	// Policy remembers nothing.
+	Memory memory.Policy
 }
 
 // Observer hears of every source call, for metrics. Nil means no one.
@@ -74,6 +78,13 @@ type Observer interface {
 // that went to the portal (its span, for exemplars).
 type ContextObserver interface {
 	SourceCallContext(ctx context.Context, source string, op aggregator.Operation, outcome aggregator.Outcome, d time.Duration)
+}
+
+// MemoryObserver is an Observer that also hears of the answers taken from
+// memory instead of a portal (kind memory.HitFresh or memory.HitStale):
+// such answers are no source calls.
+type MemoryObserver interface {
+	MemoryHit(source string, kind string)
 }
 
 // Options configure an Engine.
@@ -88,6 +99,9 @@ type Options struct {
 	Sleep func(ctx context.Context, d time.Duration) error
 	// Tracer opens a span per source lookup (trace.go); none when nil.
 	Tracer trace.Tracer
+	// Memory remembers the answers of the members that remember
+	// (Member.Memory); nothing is remembered when nil.
+	Memory *memory.Memory
 }
 
 // Engine fans queries out to its members.
@@ -178,17 +192,33 @@ func queryKind(q aggregator.Query) string {
 
 // Query asks every member of set for q, within budget, and assembles the
 // result. It returns when every source has an outcome, at the latest when
-// the budget runs out.
+// the budget runs out. Every successful lookup is remembered (for the
+// members that remember), and nothing remembered is read: the way of work
+// done in the background (retained sources of asynchronous queries,
+// watches).
 func (e *Engine) Query(ctx context.Context, q aggregator.Query, set []Member, budget time.Duration) aggregator.Result {
+	return e.query(ctx, q, set, budget, nil)
+}
+
+// Answer is Query for a client whose request's directives are d (SPEC 14):
+// a member's remembered answer that is fresh enough is its entry without
+// calling its portal, and, when d allows it, a recent one stands in for a
+// member that failed or was skipped.
+func (e *Engine) Answer(ctx context.Context, q aggregator.Query, set []Member, budget time.Duration, d memory.Directives) aggregator.Result {
+	return e.query(ctx, q, set, budget, &d)
+}
+
+func (e *Engine) query(ctx context.Context, q aggregator.Query, set []Member, budget time.Duration, d *memory.Directives) aggregator.Result {
 	ctx, cancel := context.WithTimeout(ctx, budget)
 	defer cancel()
+	recalled := e.recall(ctx, q, set, d)
 	parts := make([]part, len(set))
 	var wg sync.WaitGroup
 	for i, m := range set {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			parts[i] = e.shared(ctx, m, q)
+			parts[i] = e.part(ctx, m, q, d, recalled[i])
 		}()
 	}
 	wg.Wait()
@@ -209,14 +239,15 @@ type part struct {
 
 // shared makes identical calls in flight at the same time once. A follower
 // whose leader was cut short by the leader's own budget calls for itself.
-func (e *Engine) shared(ctx context.Context, m Member, q aggregator.Query) part {
+// t is the caller's memory ticket (memory.go), for the call it leads.
+func (e *Engine) shared(ctx context.Context, m Member, q aggregator.Query, t memory.Ticket) part {
 	key := m.Source.ID() + "\x00" + string(q.Operation()) + "\x00" + q.Value()
-	ch := e.flight.DoChan(key, func() (any, error) { return e.lookup(ctx, m, q), nil })
+	ch := e.flight.DoChan(key, func() (any, error) { return e.lookup(ctx, m, q, t), nil })
 	select {
 	case r := <-ch:
 		p := r.Val.(part)
 		if r.Shared && p.entry.Outcome == aggregator.Deadline && ctx.Err() == nil {
-			return e.lookup(ctx, m, q)
+			return e.lookup(ctx, m, q, t)
 		}
 		return p
 	case <-ctx.Done():
@@ -235,8 +266,10 @@ func (e *Engine) shared(ctx context.Context, m Member, q aggregator.Query) part 
 }
 
 // lookup is one source's part of a query: limiter, breaker, calls, retries.
-func (e *Engine) lookup(ctx context.Context, m Member, q aggregator.Query) (p part) {
+// A success is remembered through t (taken now when t is not valid).
+func (e *Engine) lookup(ctx context.Context, m Member, q aggregator.Query, t memory.Ticket) (p part) {
 	op := q.Operation()
+	t = e.ticket(ctx, m, q, t)
 	ctx, span := e.startLookup(ctx, m, op)
 	defer func() { span.end(p.entry.Outcome, problemType(p.entry.Problem)) }()
 	start := e.opts.Now()
@@ -258,6 +291,7 @@ func (e *Engine) lookup(ctx context.Context, m Member, q aggregator.Query) (p pa
 	ms := elapsed.Milliseconds()
 	p.entry.Count, p.entry.DurationMS = &n, &ms
 	p.infractions = answer.Infractions
+	e.keep(ctx, t, answer.Infractions)
 	return p
 }
 

@@ -7,6 +7,7 @@ import (
 	"context"
 	"net/http"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -36,6 +37,9 @@ type Metrics struct {
 	// StoreDegraded is 1 while the shared store is unreachable.
 	StoreDegraded prometheus.Gauge
 	buildInfo     *prometheus.GaugeVec
+	memoryHits    *prometheus.CounterVec
+	// memoryEntries counts the entries held in this process.
+	memoryEntries atomic.Pointer[func() int]
 
 	// created is when every count was zero; recent holds the snapshots
 	// behind Recent.
@@ -101,9 +105,22 @@ func New(breakers *breaker.Set) *Metrics {
 			Help: "Always 1; its labels say which build is running.",
 		}, []string{"version", "revision", "goversion"}),
 	}
+	m.memoryHits = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "aggregator_memory_hits_total",
+		Help: "Remembered answers used instead of a portal's, by source and kind: fresh (the portal not called) or stale (standing in for a source that failed or was skipped).",
+	}, []string{"source", "kind"})
+	entries := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "aggregator_memory_entries",
+		Help: "Remembered answers held in this process's memory (0 when Redis holds them).",
+	}, func() float64 {
+		if f := m.memoryEntries.Load(); f != nil {
+			return float64((*f)())
+		}
+		return 0
+	})
 	reg.MustRegister(m.calls, m.callSeconds, m.queries, m.querySecs, m.transitions, m.Deliveries, m.DLQ, m.StoreDegraded,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		m.httpReqs, m.httpSecs, m.breakers, m.buildInfo)
+		m.httpReqs, m.httpSecs, m.breakers, m.buildInfo, m.memoryHits, entries)
 	m.SetBuildInfo(BuildInfo{})
 	return m
 }
@@ -181,6 +198,26 @@ func (m *Metrics) SourceCallContext(ctx context.Context, source string, op aggre
 	if !o.Skipped() && d > 0 {
 		observe(ctx, m.callSeconds.WithLabelValues(source, string(op)), d.Seconds())
 	}
+}
+
+// MemoryHit implements fanout.MemoryObserver: source's entry came from
+// memory (kind "fresh" or "stale"), and its portal was spared a call.
+func (m *Metrics) MemoryHit(source, kind string) {
+	m.memoryHits.WithLabelValues(source, kind).Inc()
+}
+
+// RemembersFor makes source's memory hits series exist at zero, so that
+// they are there before the first hit.
+func (m *Metrics) RemembersFor(source string, kinds ...string) {
+	for _, k := range kinds {
+		m.memoryHits.WithLabelValues(source, k)
+	}
+}
+
+// CountMemoryEntries has aggregator_memory_entries read entries at every
+// scrape.
+func (m *Metrics) CountMemoryEntries(entries func() int) {
+	m.memoryEntries.Store(&entries)
 }
 
 // observe records v in h, with the trace_id of ctx's span as exemplar when

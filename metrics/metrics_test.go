@@ -182,6 +182,7 @@ var families = map[string]struct {
 	"aggregator_webhook_deliveries_total":     {dto.MetricType_COUNTER, []string{"outcome"}},
 	"aggregator_dlq_entries":                  {dto.MetricType_GAUGE, nil},
 	"aggregator_build_info":                   {dto.MetricType_GAUGE, []string{"goversion", "revision", "version"}},
+	"aggregator_memory_entries":               {dto.MetricType_GAUGE, nil},
 }
 
 // Every value a label may take: configuration ids and fixed vocabularies,
@@ -203,6 +204,7 @@ func allowedValues(a *app.App) map[string][]string {
 	states := []string{"closed", "half_open", "open", "forced_open"}
 	return map[string][]string{
 		"breaker": keys, "source": sources, "operation": ops, "from": states, "to": states,
+		"kind": {"fresh", "stale"},
 	}
 }
 

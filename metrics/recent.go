@@ -33,6 +33,9 @@ type SourceRecent struct {
 	// P50 and P95 are latency quantiles, interpolated within the
 	// histogram's buckets as Prometheus's histogram_quantile does.
 	P50, P95 time.Duration
+	// Remembered counts the answers taken from memory by kind (fresh,
+	// stale; aggregator_memory_hits_total): fresh ones are no calls.
+	Remembered map[string]int64
 }
 
 // Recent is every source's SourceRecent over Window.
@@ -55,6 +58,7 @@ type snapshot struct {
 	at       time.Time
 	outcomes map[[2]string]float64 // source, outcome
 	hists    map[string]histogram  // source
+	hits     map[[2]string]float64 // source, kind
 }
 
 type histogram struct {
@@ -108,6 +112,18 @@ func (m *Metrics) Recent(now time.Time) Recent {
 		sr.Calls += n
 		out.Sources[k[0]] = sr
 	}
+	for k, v := range cur.hits {
+		n := int64(math.Round(v - base.hits[k]))
+		if n <= 0 {
+			continue
+		}
+		sr := out.Sources[k[0]]
+		if sr.Remembered == nil {
+			sr.Remembered = map[string]int64{}
+		}
+		sr.Remembered[k[1]] += n
+		out.Sources[k[0]] = sr
+	}
 	for source, h := range cur.hists {
 		d := h.minus(base.hists[source])
 		if d.count < 1 {
@@ -123,7 +139,10 @@ func (m *Metrics) Recent(now time.Time) Recent {
 
 // snapshot reads the source call metrics, summed over operations.
 func (m *Metrics) snapshot(now time.Time) snapshot {
-	s := snapshot{at: now, outcomes: map[[2]string]float64{}, hists: map[string]histogram{}}
+	s := snapshot{at: now, outcomes: map[[2]string]float64{}, hists: map[string]histogram{}, hits: map[[2]string]float64{}}
+	collect(m.memoryHits, func(labels map[string]string, pm *dto.Metric) {
+		s.hits[[2]string{labels["source"], labels["kind"]}] += pm.GetCounter().GetValue()
+	})
 	collect(m.calls, func(labels map[string]string, pm *dto.Metric) {
 		s.outcomes[[2]string{labels["source"], labels["outcome"]}] += pm.GetCounter().GetValue()
 	})

@@ -32,6 +32,10 @@ func TestRecent(t *testing.T) {
 		m.SourceCall("caba", aggregator.ByDomain, aggregator.SkippedOpen, 0)
 	}
 	m.SourceCall("cordoba", aggregator.ByDomain, aggregator.SkippedRateLimited, 0)
+	for range 7 {
+		m.MemoryHit("caba", "fresh")
+	}
+	m.MemoryHit("cordoba", "stale")
 
 	now := start.Add(metrics.RecentWindow + time.Second)
 	r := m.Recent(now)
@@ -58,6 +62,13 @@ func TestRecent(t *testing.T) {
 	}
 	if c := r.Sources["cordoba"]; c.Calls != 1 || c.Timed != 0 || c.Outcomes["skipped_rate_limited"] != 1 {
 		t.Errorf("cordoba = %+v, want one skipped call, not timed", c)
+	}
+	// Remembered answers are counted apart: no calls.
+	if got := caba.Remembered; len(got) != 1 || got["fresh"] != 7 {
+		t.Errorf("caba remembered = %v, want 7 fresh", got)
+	}
+	if got := r.Sources["cordoba"].Remembered; len(got) != 1 || got["stale"] != 1 {
+		t.Errorf("cordoba remembered = %v, want 1 stale", got)
 	}
 	if _, ok := r.Sources["mendoza"]; ok {
 		t.Error("a source without calls has figures")

@@ -162,7 +162,9 @@ defaults:
   timeout: 2s
   retry: {max_retries: 0}
   breaker: {window: 60s, min_calls: 2, failure_ratio: 0.5, open_for: 10m}
-`, dashboardToken), app.Options{})
+  remember: {fresh: 1m}
+memory: {key: %q}
+`, dashboardToken, base64.StdEncoding.EncodeToString([]byte("dashboard test memory key 32 b.."))), app.Options{})
 	return &dashboardEnv{url: env.URL, sim: env.Sim}
 }
 
@@ -458,7 +460,15 @@ func TestDashboardInBrowser(t *testing.T) {
 		t.Errorf("pba's outcomes = %q", got)
 	}
 	if got := b.eval(t, `document.querySelector('#sources-body tr[data-source="santafe"] [data-field="p50"]').textContent`); got == "—" {
-		t.Error("santafe has no latency after 3 calls")
+		t.Error("santafe has no latency after its call")
+	}
+	// Remembered answers (SPEC 14): cordoba's second and third lookups
+	// came from memory; mendoza's failures were never remembered.
+	if got := b.eval(t, `document.querySelector('#sources-body tr[data-source="cordoba"] [data-field="hit-rate"]').textContent`); got != "66.7% hits" {
+		t.Errorf("cordoba's hit rate = %q, want 66.7%% hits (2 of 3 lookups)", got)
+	}
+	if got := b.eval(t, `document.querySelector('#sources-body tr[data-source="mendoza"] [data-field="hit-rate"]').textContent`); got != "0% hits" {
+		t.Errorf("mendoza's hit rate = %q, want 0%% hits", got)
 	}
 	if got := b.eval(t, `document.querySelector('#sources-body tr[data-source="pba"] [data-field="p50"]').textContent`); got == "—" {
 		t.Error("pba's 429 answered in no time")

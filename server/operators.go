@@ -9,6 +9,7 @@ import (
 
 	"github.com/multas/aggregator"
 	"github.com/multas/aggregator/breaker"
+	"github.com/multas/aggregator/memory"
 	"github.com/multas/aggregator/metrics"
 	"github.com/multas/aggregator/problem"
 )
@@ -30,6 +31,20 @@ type sourceOpsView struct {
 	Outcomes       map[string]int64 `json:"outcomes"`
 	// Latency is of the calls that reached the portal, null without any.
 	Latency *latencyView `json:"latency_ms"`
+	// Memory is what the source's remembered answers spared over the
+	// window (SPEC 14); null when it does not remember.
+	Memory *memoryView `json:"memory"`
+}
+
+// memoryView counts a source's answers taken from memory over the window.
+type memoryView struct {
+	// Fresh answers were the source's entry, its portal not called;
+	// Stale ones stood in for it when it failed or was skipped.
+	Fresh int64 `json:"fresh"`
+	Stale int64 `json:"stale"`
+	// HitRatio is Fresh over Fresh and the calls: the share of the
+	// source's lookups its memory answered; null without any.
+	HitRatio *float64 `json:"hit_ratio"`
 }
 
 type pauseView struct {
@@ -74,6 +89,15 @@ func (s *Server) adminSources(c *gin.Context) {
 			if r.Timed > 0 {
 				v.Latency = &latencyView{P50: millis(r.P50), P95: millis(r.P95)}
 			}
+		}
+		if m.Memory.Remembers() {
+			r := recent.Sources[id]
+			mv := &memoryView{Fresh: r.Remembered[memory.HitFresh], Stale: r.Remembered[memory.HitStale]}
+			if n := mv.Fresh + r.Calls; n > 0 {
+				ratio := math.Round(float64(mv.Fresh)/float64(n)*1000) / 1000
+				mv.HitRatio = &ratio
+			}
+			v.Memory = mv
 		}
 		out = append(out, v)
 	}

@@ -122,11 +122,12 @@ func (s *Server) createQuery(c *gin.Context) {
 			maxWait = d
 		}
 	}
+	directives, bad := cacheControl(c, bad)
 	if len(bad) > 0 {
 		s.fail(c, s.opts.Problems.Invalid(bad...), nil)
 		return
 	}
-	v, err := s.opts.Async.Submit(ctx, async.Request{Query: q, Sources: set, CallbackURL: callback, MaxWait: maxWait})
+	v, err := s.opts.Async.Submit(ctx, async.Request{Query: q, Sources: set, CallbackURL: callback, MaxWait: maxWait, Directives: directives})
 	if err != nil {
 		s.opts.Logger.ErrorContext(c.Request.Context(), "accepting an asynchronous query", "err", err.Error())
 		s.failSlug(c, problem.Internal, "")

@@ -13,6 +13,7 @@ import (
 	"github.com/multas/aggregator"
 	"github.com/multas/aggregator/breaker"
 	"github.com/multas/aggregator/fanout"
+	"github.com/multas/aggregator/memory"
 	"github.com/multas/aggregator/problem"
 	"github.com/multas/aggregator/sources"
 )
@@ -32,11 +33,12 @@ func (s *Server) infractions(c *gin.Context) {
 	if reason != "" {
 		bad = append(bad, problem.InvalidParam{Name: "sources", Reason: reason})
 	}
+	directives, bad := cacheControl(c, bad)
 	if len(bad) == 0 {
 		var set []fanout.Member
 		set, bad = s.opts.Engine.Select(q, only)
 		if len(bad) == 0 {
-			s.answer(c, q, set, budget, start)
+			s.answer(c, q, set, budget, directives, start)
 			return
 		}
 	}
@@ -66,11 +68,24 @@ type unavailable struct {
 	Sources []aggregator.SourceResult `json:"sources"`
 }
 
-func (s *Server) answer(c *gin.Context, q aggregator.Query, set []fanout.Member, budget time.Duration, start time.Time) {
-	res := s.opts.Engine.Query(c.Request.Context(), q, set, budget)
+// cacheControl reads the request's Cache-Control directives (SPEC 14); a
+// malformed one is added to bad, named as the header.
+func cacheControl(c *gin.Context, bad []problem.InvalidParam) (memory.Directives, []problem.InvalidParam) {
+	d, err := memory.ParseDirectives(c.Request.Header.Values("Cache-Control"))
+	if err != nil {
+		bad = append(bad, problem.InvalidParam{Name: "Cache-Control", Reason: err.Error()})
+	}
+	return d, bad
+}
+
+// answer runs the query and answers it: 200 when at least one source
+// succeeded or had a remembered answer stand in for it (SPEC 14), else the
+// 503 no-source-available.
+func (s *Server) answer(c *gin.Context, q aggregator.Query, set []fanout.Member, budget time.Duration, d memory.Directives, start time.Time) {
+	res := s.opts.Engine.Answer(c.Request.Context(), q, set, budget, d)
 	noStore(c)
 	elapsed := s.opts.Now().Sub(start)
-	if res.Summary.Succeeded > 0 {
+	if res.Answered() {
 		outcome := "complete"
 		if !res.Complete {
 			outcome = "partial"

@@ -26,6 +26,7 @@ func (s *Server) routes() {
 	admin.POST("/dlq/:id/redeliver", s.redeliverDLQ)
 	admin.DELETE("/dlq/:id", s.deleteDLQ)
 	admin.GET("/readyz", s.adminReadyz)
+	admin.DELETE("/memory", s.forgetMemory)
 
 	r.GET("/problems/:slug", s.problemPage)
 	r.GET("/healthz", s.healthz)

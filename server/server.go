@@ -17,6 +17,7 @@ import (
 	"github.com/multas/aggregator/breaker"
 	"github.com/multas/aggregator/correlation"
 	"github.com/multas/aggregator/fanout"
+	"github.com/multas/aggregator/memory"
 	"github.com/multas/aggregator/metrics"
 	"github.com/multas/aggregator/problem"
 	"github.com/multas/aggregator/ratelimit"
@@ -48,6 +49,9 @@ type Options struct {
 	ShareSettings func(context.Context, breaker.ID, breaker.Settings) error
 	// Async serves the asynchronous queries and the DLQ; nil answers 404.
 	Async AsyncQueries
+	// Memory holds the remembered answers that DELETE /v1/admin/memory
+	// forgets (SPEC 14); nil when nothing is remembered.
+	Memory *memory.Memory
 	// MaxInFlight bounds the requests served at once, health, readiness
 	// and metrics excepted; DefaultMaxInFlight when zero (SPEC 9). A
 	// request counts once its body has arrived (readBody).

@@ -7,6 +7,8 @@ import (
 	"github.com/multas/aggregator/breaker"
 	"github.com/multas/aggregator/breaker/breakertest"
 	"github.com/multas/aggregator/internal/redistest"
+	"github.com/multas/aggregator/memory"
+	"github.com/multas/aggregator/memory/memorytest"
 	"github.com/multas/aggregator/ratelimit"
 	"github.com/multas/aggregator/ratelimit/ratelimittest"
 	redisstore "github.com/multas/aggregator/store/redis"
@@ -52,5 +54,8 @@ func TestSuitesOnCluster(t *testing.T) {
 	})
 	t.Run("limits", func(t *testing.T) {
 		ratelimittest.Run(t, func(t *testing.T) ratelimit.Store { return stores(t).Limits })
+	})
+	t.Run("memory", func(t *testing.T) {
+		memorytest.Run(t, func(t *testing.T) memory.Store { return stores(t).Memory })
 	})
 }

@@ -100,6 +100,8 @@ type Stores struct {
 	Limits *LimitStore
 	// Events implements breaker.EventLog.
 	Events *EventLog
+	// Memory implements memory.Store (SPEC 14).
+	Memory *MemoryStore
 
 	client  redis.UniversalClient
 	opts    Options
@@ -156,6 +158,7 @@ func New(client redis.UniversalClient, opts Options) *Stores {
 	s.Breakers = newBreakerStore(s)
 	s.Limits = newLimitStore(s)
 	s.Events = newEventLog(s)
+	s.Memory = newMemoryStore(s)
 
 	ctx, stop := context.WithCancel(context.Background())
 	s.stop = stop
@@ -243,11 +246,13 @@ func errString(err error) string {
 }
 
 // message is what the breaker scripts publish when a breaker changes, the
-// pause script when a pause does, and ShareSettings when a breaker's
-// settings do.
+// pause script when a pause does, ShareSettings when a breaker's settings
+// do, and MemoryStore.ForgetSource when a source's memory is forgotten.
 type message struct {
 	// Pause is the source whose pause changed.
-	Pause     string `json:"p,omitempty"`
+	Pause string `json:"p,omitempty"`
+	// Memory is the source whose remembered answers were forgotten.
+	Memory    string `json:"m,omitempty"`
 	Key       string `json:"k"`
 	Operation string `json:"o"`
 	// Ver is the breaker's version after the change (breaker scripts),
@@ -308,6 +313,7 @@ func (s *Stores) receive(m any) {
 		// (Re)subscribed: what was published meanwhile is lost.
 		s.Breakers.refreshSoon()
 		s.Limits.forget()
+		s.Memory.invalidate("")
 	case *redis.Message:
 		var msg message
 		if json.Unmarshal([]byte(m.Payload), &msg) != nil {
@@ -316,6 +322,10 @@ func (s *Stores) receive(m any) {
 		}
 		if msg.Pause != "" {
 			s.Limits.invalidate(msg.Pause)
+			return
+		}
+		if msg.Memory != "" {
+			s.Memory.invalidate(msg.Memory)
 			return
 		}
 		if msg.Key == "" {
