@@ -326,4 +326,11 @@ func TestRealShapeTooManyQueriesIsRateLimited(t *testing.T) {
 			t.Errorf("%s: breaker %s, window %+v; want closed and empty", j.ID, b.State, b.Window)
 		}
 	}
+	// Operators see which rule paused the source (by its index: never
+	// the portal's words).
+	for id, s := range e.opsSources() {
+		if _, ok := retry[id]; ok && (s.Pause == nil || !strings.Contains(s.Pause.Reason, "matched response.errors[")) {
+			t.Errorf("%s: pause %+v, want the rule that set it", id, s.Pause)
+		}
+	}
 }

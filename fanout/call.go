@@ -3,6 +3,7 @@ package fanout
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"github.com/multas/aggregator/breaker"
 	"github.com/multas/aggregator/ratelimit"
 	"github.com/multas/aggregator/sources"
+	"github.com/multas/aggregator/sources/mapping"
 )
 
 // outcome is what became of one source call, retries included.
@@ -108,7 +110,7 @@ func (e *Engine) call(ctx context.Context, m Member, op aggregator.Operation, do
 			}
 			res.detail = "The portal's rate limit kept a page of the answer from going."
 		} else if res.retryAfter > 0 && e.opts.Limiter != nil {
-			res.retryAfter = e.opts.Limiter.PauseBecause(context.WithoutCancel(ctx), source, res.retryAfter, pauseReason(res.status, res.retryAfter))
+			res.retryAfter = e.opts.Limiter.PauseBecause(context.WithoutCancel(ctx), source, res.retryAfter, pauseReason(res.err, res.status, res.retryAfter))
 		}
 		if res.outcome == aggregator.Succeeded {
 			res.release = cancel
@@ -148,9 +150,12 @@ func (e *Engine) skippedOpen(source string, op aggregator.Operation, id breaker.
 }
 
 // pauseReason says, for operators, which answer paused a source for d.
-func pauseReason(status int, d time.Duration) string {
+func pauseReason(err error, status int, d time.Duration) string {
 	var asked string
+	var re *mapping.RuleError
 	switch {
+	case errors.As(err, &re):
+		return fmt.Sprintf("The portal's answer matched response.errors[%d] (%s), which pauses it for %s.", re.Rule, re.Outcome, d.Round(time.Second))
 	case status == http.StatusTooManyRequests:
 		asked = "429 Too Many Requests"
 	case status >= 500:
