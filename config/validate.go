@@ -564,27 +564,6 @@ func validateResponse(errs *Errors, p string, r Response, ops map[aggregator.Ope
 	}
 }
 
-// checkPointer describes what is wrong with an RFC 6901 JSON pointer, or
-// is empty.
-func checkPointer(ptr string) string {
-	if ptr == "" {
-		return ""
-	}
-	if ptr[0] != '/' {
-		return `want an RFC 6901 JSON pointer: "" or starting with "/"`
-	}
-	for i := 0; i < len(ptr); i++ {
-		if ptr[i] != '~' {
-			continue
-		}
-		if i+1 == len(ptr) || (ptr[i+1] != '0' && ptr[i+1] != '1') {
-			return `"~" must be escaped as ~0 (and "/" inside a name as ~1)`
-		}
-		i++
-	}
-	return ""
-}
-
 // positive reports whether f is a finite number above zero.
 func positive(f float64) bool {
 	return f > 0 && !math.IsInf(f, 1)

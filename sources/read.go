@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/multas/aggregator"
@@ -162,9 +161,4 @@ func (s *Source) Mapped() []string { return s.mapping.Mapped() }
 func (s *Source) Inspect(ctx context.Context, status int, body []byte, contentType string, q aggregator.Query) (mapping.Inspection, error) {
 	return s.mapping.Inspect(ctx, mapping.Answer{Status: status, Body: body, ContentType: contentType},
 		mapping.Subject{Op: q.Operation(), Value: q.Value()})
-}
-
-// describeRule is kept short for messages: "errors[2] (rejected)".
-func describeRule(re *mapping.RuleError) string {
-	return strings.TrimPrefix(re.Error(), "the answer matched ")
 }

@@ -2,10 +2,8 @@ package mapping
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"reflect"
-	"strings"
 	"testing"
 	"time"
 
@@ -205,16 +203,6 @@ func TestFastPathIsTaken(t *testing.T) {
 		t.Error("a mapping with a JSONPath field takes the fast path")
 	}
 }
-
-// errorIs checks that err wraps target, or mentions want.
-func errorMentions(t *testing.T, err error, want string) {
-	t.Helper()
-	if err == nil || !strings.Contains(err.Error(), want) {
-		t.Errorf("err = %v, want one that mentions %q", err, want)
-	}
-}
-
-var _ = errors.Is
 
 // TestFastPathCopiesWhatItKeeps: the fast path reads values in place;
 // the infractions must not share the answer's bytes, which the caller
