@@ -253,26 +253,20 @@ func (x *xmlNav) MoveToFirst() bool {
 }
 
 func (x *xmlNav) MoveToNext() bool {
-	if x.attr != -1 {
-		return false
-	}
-	for n := x.curr.NextSibling; n != nil; n = n.NextSibling {
-		if !x.d.tick() {
-			return false
-		}
-		if n.Type != xmlquery.TextNode || strings.TrimSpace(n.Data) != "" {
-			x.curr = n
-			return true
-		}
-	}
-	return false
+	return x.moveSibling(func(n *xmlquery.Node) *xmlquery.Node { return n.NextSibling })
 }
 
 func (x *xmlNav) MoveToPrevious() bool {
+	return x.moveSibling(func(n *xmlquery.Node) *xmlquery.Node { return n.PrevSibling })
+}
+
+// moveSibling moves to the first sibling in the direction next that is
+// not white space only, as xmlquery's navigator does.
+func (x *xmlNav) moveSibling(next func(*xmlquery.Node) *xmlquery.Node) bool {
 	if x.attr != -1 {
 		return false
 	}
-	for n := x.curr.PrevSibling; n != nil; n = n.PrevSibling {
+	for n := next(x.curr); n != nil; n = next(n) {
 		if !x.d.tick() {
 			return false
 		}

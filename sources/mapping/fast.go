@@ -136,9 +136,7 @@ func (r *run) fieldValues(item []byte, e *entry, vals *[numFields]fieldValue) {
 				vals[f].alias = vals[f].present
 			}
 		}
-		if !vals[f].present && !vals[f].notText && e.hasSet[f] {
-			vals[f] = fieldValue{text: e.set[f], present: true, fromSet: true}
-		}
+		vals[f] = e.orSet(f, vals[f])
 	}
 }
 

@@ -255,10 +255,16 @@ func (r *run) field(d *document.Document, e *entry, n document.Node, f field) (f
 			v = r.value(b.String(), false)
 		}
 	}
+	return e.orSet(f, v), nil
+}
+
+// orSet is v, or the entry's constant for field f when the item has no
+// value (SPEC 12 `set`).
+func (e *entry) orSet(f field, v fieldValue) fieldValue {
 	if !v.present && !v.notText && e.hasSet[f] {
-		v = fieldValue{text: e.set[f], present: true, fromSet: true}
+		return fieldValue{text: e.set[f], present: true, fromSet: true}
 	}
-	return v, nil
+	return v
 }
 
 // value is a text found for a field: absent when empty or a null value.

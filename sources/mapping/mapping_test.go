@@ -3,6 +3,7 @@ package mapping
 import (
 	"context"
 	"fmt"
+	"os"
 	"reflect"
 	"testing"
 	"time"
@@ -12,64 +13,19 @@ import (
 
 // The same three records, as three portals of different dialects write
 // them: a JSON API, a SOAP service and an HTML page.
+var (
+	threeJSON = mustRead("testdata/three.json")
+	threeSOAP = mustRead("testdata/three.xml")
+	threeHTML = mustRead("testdata/three.html")
+)
 
-const threeJSON = `{"resultado": {"actas": [
-	{"nro": "A-1", "fecha": "14/03/2026 09:12", "detalle": "Exceso de velocidad", "lugar": "Av. Lugones km 4",
-	 "monto": "$ 185.000,50", "moneda": "ARS", "estado": "IMPAGA"},
-	{"nro": "B-2", "fecha": "2026-02-01T10:00:00-05:00", "detalle": "Semáforo en rojo", "lugar": "Córdoba y Callao",
-	 "monto": "1234,5", "estado": "pagada"},
-	{"nro": "C 3", "fecha": "1773490320", "detalle": "Estacionamiento", "monto": "12.345,67", "moneda": "usd",
-	 "estado": "En Gestion"}
-]}}`
-
-const threeSOAP = `<?xml version="1.0" encoding="UTF-8"?>
-<soapenv:Envelope xmlns:soapenv="http://schemas.xmlsoap.org/soap/envelope/">
-  <soapenv:Header/>
-  <soapenv:Body>
-    <ns2:consultarActasResponse xmlns:ns2="urn:multas">
-      <ns2:total>3</ns2:total>
-      <ns2:acta nro="A-1">
-        <ns2:fecha>14/03/2026 09:12</ns2:fecha>
-        <ns2:detalle>Exceso de velocidad</ns2:detalle>
-        <ns2:lugar>Av. Lugones km 4</ns2:lugar>
-        <ns2:importe moneda="ARS">$ 185.000,50</ns2:importe>
-        <ns2:estado>IMPAGA</ns2:estado>
-      </ns2:acta>
-      <ns2:acta nro="B-2">
-        <ns2:fecha>2026-02-01T10:00:00-05:00</ns2:fecha>
-        <ns2:detalle><![CDATA[Semáforo en rojo]]></ns2:detalle>
-        <ns2:lugar>C&#243;rdoba y Callao</ns2:lugar>
-        <ns2:importe>1234,5</ns2:importe>
-        <ns2:estado> pagada </ns2:estado>
-      </ns2:acta>
-      <ns2:acta nro="C 3">
-        <ns2:fecha>1773490320</ns2:fecha>
-        <ns2:detalle>Estacionamiento</ns2:detalle>
-        <ns2:lugar/>
-        <ns2:importe moneda="usd">12.345,67</ns2:importe>
-        <ns2:estado>En Gestion</ns2:estado>
-      </ns2:acta>
-    </ns2:consultarActasResponse>
-  </soapenv:Body>
-</soapenv:Envelope>`
-
-const threeHTML = `<!DOCTYPE html>
-<html><head><title>Consulta de actas</title></head>
-<body>
-<h1>Actas del dominio</h1>
-<table id="actas">
-  <thead><tr><th>Fecha</th><th>Detalle</th><th>Lugar</th><th>Importe</th><th>Estado</th></tr></thead>
-  <tbody>
-    <tr data-acta="A-1"><td>14/03/2026 09:12</td><td>Exceso de
-        velocidad</td><td>Av. Lugones&nbsp;km&nbsp;4</td><td data-moneda="ARS">$&nbsp;185.000,50</td>
-        <td><span class="estado">IMPAGA</span></td></tr>
-    <tr data-acta="B-2"><td>2026-02-01T10:00:00-05:00</td><td><b>Semáforo</b> en rojo</td><td>C&oacute;rdoba y Callao</td>
-        <td>1234,5</td><td><span class="estado">pagada</span> <!-- desde 2026 --></td></tr>
-    <tr data-acta="C 3"><td>1773490320</td><td>Estacionamiento</td><td></td><td data-moneda="usd">12.345,67</td>
-        <td><span class="estado">En Gestion</span></td></tr>
-  </tbody>
-</table>
-</body></html>`
+func mustRead(path string) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
+}
 
 // loc is the demo sources' zone.
 var loc = mustLocation("America/Argentina/Buenos_Aires")
