@@ -364,3 +364,45 @@ func TestSourcesTestUsage(t *testing.T) {
 		}
 	}
 }
+
+// In CI there are no secrets nor key files: every unset ${NAME} is ***
+// (a header, a query parameter, OAuth2 credentials, a webhook secret whose
+// form is otherwise checked), the TLS files named are never read (they do
+// not exist), and the HAR recorded with the secrets masked replays.
+func TestSourcesTestWithoutSecrets(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	cfgPath := filepath.Join(dir, "aggregator.yaml")
+	writeFile(t, cfgPath, `
+server: {admin_token: "${ADMIN_TOKEN}"}
+webhooks: {signing_secret: "${WEBHOOK_SECRET}"}
+sources:
+  - id: jujuy
+    jurisdiction: Provincia de Jujuy
+    base_url: https://portal.jujuy.invalid
+    headers: {Authorization: "Bearer ${JUJUY_TOKEN}"}
+    tls: {ca_file: /nonexistent/ca.pem, cert_file: /nonexistent/client.pem, key_file: /nonexistent/client.key}
+    auth: {oauth2: {token_url: "https://portal.jujuy.invalid/token", client_id: "${JUJUY_ID}", client_secret: "${JUJUY_SECRET}"}}
+    operations:
+      by_domain: {path: /api/actas, query: {dominio: "{domain}", key: "${JUJUY_KEY}"}}
+    response: {items: /actas, fields: {id: /nro, amount: /monto}, decimal: "."}
+`)
+	writeFile(t, filepath.Join(dir, "jujuy.har"), browserHAR(t,
+		browserEntry(t, "POST", "https://portal.jujuy.invalid/token", map[string]any{"mimeType": "application/x-www-form-urlencoded", "text": "grant_type=***"}, 200,
+			[][2]string{{"Content-Type", "application/json"}}, map[string]any{"mimeType": "application/json", "text": `{"access_token": "***", "token_type": "Bearer", "expires_in": 3600}`}),
+		browserEntry(t, "GET", "https://portal.jujuy.invalid/api/actas?key=***&dominio=AB123CD", nil, 200,
+			[][2]string{{"Content-Type", "application/json"}}, map[string]any{"mimeType": "application/json", "text": `{"actas": [{"nro": "JUJ-1", "monto": 1500.5}]}`}),
+	))
+	if status, out, errOut := runSourcesTest(t, "-config", cfgPath, "-update", "-domain", "AB123CD", dir); status != 0 {
+		t.Fatalf("-update: exit status %d:\n%s\n%s", status, out, errOut)
+	}
+	status, out, errOut := runSourcesTest(t, "-config", cfgPath, dir)
+	if status != 0 || !strings.Contains(out, "OK: 1 infraction(s), as in jujuy.golden.json") {
+		t.Errorf("exit status %d:\n%s\n%s", status, out, errOut)
+	}
+	// The same configuration is refused where it runs for real.
+	var stdout, stderr syncBuffer
+	if err := run(context.Background(), []string{"validate", "-config", cfgPath}, noEnv, &stdout, &stderr); exitCode(err) == 0 {
+		t.Errorf("validate accepts it:\n%s", stdout.String())
+	}
+}
