@@ -109,21 +109,7 @@ type checkFlags struct {
 
 func sourcesCheck(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	var f checkFlags
-	fs := flag.NewFlagSet("sources check", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), checkUsage)
-		fs.PrintDefaults()
-	}
-	fs.StringVar(&f.config, "config", "", "YAML configuration `file` (required)")
-	fs.Func("source", "check only source `ID` (repeat it, or separate ids with commas; default: every source)", func(s string) error {
-		for id := range strings.SplitSeq(s, ",") {
-			if id = strings.TrimSpace(id); id != "" {
-				f.sources = append(f.sources, id)
-			}
-		}
-		return nil
-	})
+	fs := sourcesFlags("check", checkUsage, stderr, &f.config, &f.sources, "check only source `ID` (repeat it, or separate ids with commas; default: every source)")
 	fs.StringVar(&f.domain, "domain", "", "look up a `plate` (by_domain)")
 	fs.StringVar(&f.id, "id", "", "look up a `CUIT or DNI` (by_id)")
 	fs.StringVar(&f.infraction, "infraction", "", "fetch the voucher of infraction `ID` (voucher)")
@@ -239,6 +225,28 @@ func sourcesCheck(ctx context.Context, args []string, getenv func(string) string
 		return exitCheckWarning
 	}
 	return nil
+}
+
+// sourcesFlags is the flag set of `sources SUBCOMMAND`, with the flags
+// every subcommand takes: -config, and -source (sourceHelp says what it
+// selects), repeated or comma-separated, into ids.
+func sourcesFlags(subcommand, usage string, stderr io.Writer, config *string, ids *[]string, sourceHelp string) *flag.FlagSet {
+	fs := flag.NewFlagSet("sources "+subcommand, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), usage)
+		fs.PrintDefaults()
+	}
+	fs.StringVar(config, "config", "", "YAML configuration `file` (required)")
+	fs.Func("source", sourceHelp, func(s string) error {
+		for id := range strings.SplitSeq(s, ",") {
+			if id = strings.TrimSpace(id); id != "" {
+				*ids = append(*ids, id)
+			}
+		}
+		return nil
+	})
+	return fs
 }
 
 // selectSources returns the configured sources named in ids (all when

@@ -63,21 +63,7 @@ const (
 
 func sourcesTest(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	var f testFlags
-	fs := flag.NewFlagSet("sources test", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), testUsage)
-		fs.PrintDefaults()
-	}
-	fs.StringVar(&f.config, "config", "", "YAML configuration `file` (required); unset ${NAME} are ***")
-	fs.Func("source", "replay only source `ID` (repeat it, or separate ids with commas; default: every DIR/<source>.har)", func(s string) error {
-		for id := range strings.SplitSeq(s, ",") {
-			if id = strings.TrimSpace(id); id != "" {
-				f.sources = append(f.sources, id)
-			}
-		}
-		return nil
-	})
+	fs := sourcesFlags("test", testUsage, stderr, &f.config, &f.sources, "replay only source `ID` (repeat it, or separate ids with commas; default: every DIR/<source>.har)")
 	fs.StringVar(&f.domain, "domain", "", "with -update: the `plate` the recordings looked up")
 	fs.StringVar(&f.id, "id", "", "with -update: the `CUIT or DNI` the recordings looked up")
 	fs.BoolVar(&f.update, "update", false, "write the golden files from the replays instead of comparing")
