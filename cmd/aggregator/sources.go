@@ -181,7 +181,7 @@ func sourcesCheck(ctx context.Context, args []string, getenv func(string) string
 	if err != nil {
 		return usageErr("%v", err)
 	}
-	failed, warned, recorded := 0, 0, 0
+	failed, warned, recorded, unrecorded := 0, 0, 0, 0
 	for i, sc := range selected {
 		if i > 0 {
 			fmt.Fprintln(stdout)
@@ -201,12 +201,12 @@ func sourcesCheck(ctx context.Context, args []string, getenv func(string) string
 		}
 		io.WriteString(stdout, safeLines(m.mask(out.String())))
 		if f.record != "" && len(exs) > 0 {
-			recorded++
 			if err := recordHAR(f.record, sc.ID, checkCommand(sc.ID, op, q, f.infraction), m, exs); err != nil {
-				fmt.Fprintf(stderr, "aggregator sources check: %s: %s\n", sc.ID, safeText(m.mask(err.Error())))
-				failed++
+				fmt.Fprintf(stderr, "aggregator sources check: %s not recorded: %s\n", sc.ID, safeText(m.mask(err.Error())))
+				unrecorded++
 			} else {
 				fmt.Fprintf(stderr, "aggregator sources check: recorded %s (mode 0600)\n", safeText(filepath.Join(f.record, sc.ID+".har")))
+				recorded++
 			}
 		}
 	}
@@ -219,7 +219,7 @@ func sourcesCheck(ctx context.Context, args []string, getenv func(string) string
 	}
 	fmt.Fprintln(stdout)
 	switch {
-	case failed > 0:
+	case failed > 0, unrecorded > 0:
 		return exitCheckFailed
 	case warned > 0:
 		return exitCheckWarning

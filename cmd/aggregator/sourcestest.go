@@ -102,14 +102,22 @@ func sourcesTest(ctx context.Context, args []string, getenv func(string) string,
 		subject = &q
 	}
 	f.dir = fs.Arg(0)
-	if st, err := os.Stat(f.dir); err != nil || !st.IsDir() {
+	files, err := os.ReadDir(f.dir)
+	if err != nil {
 		return usageErr("%s is not a directory", safeText(f.dir))
 	}
-	hars, err := filepath.Glob(filepath.Join(f.dir, "*"+harExt))
-	if err != nil {
-		return usageErr("%v", err)
+	// The sources to replay: those asked for, each with its HAR, else
+	// every HAR's; and the golden files.
+	var ids, goldens []string
+	for _, e := range files {
+		switch name := e.Name(); {
+		case e.IsDir():
+		case strings.HasSuffix(name, harExt):
+			ids = append(ids, strings.TrimSuffix(name, harExt))
+		case strings.HasSuffix(name, goldenExt):
+			goldens = append(goldens, strings.TrimSuffix(name, goldenExt))
+		}
 	}
-	goldens, _ := filepath.Glob(filepath.Join(f.dir, "*"+goldenExt))
 	cfg, err := config.LoadOffline(f.config, getenv)
 	if err != nil {
 		return reportConfig(safeWriter{stderr}, err)
@@ -117,12 +125,6 @@ func sourcesTest(ctx context.Context, args []string, getenv func(string) string,
 	configured := map[string]config.Source{}
 	for _, sc := range cfg.Sources {
 		configured[sc.ID] = sc
-	}
-	// The sources to replay: those asked for, each with its HAR, else
-	// every HAR's.
-	var ids []string
-	for _, p := range hars {
-		ids = append(ids, strings.TrimSuffix(filepath.Base(p), harExt))
 	}
 	if len(f.sources) > 0 {
 		if _, err := selectSources(cfg.Sources, f.sources); err != nil {
@@ -160,9 +162,9 @@ func sourcesTest(ctx context.Context, args []string, getenv func(string) string,
 		io.WriteString(stdout, safeLines(m.mask(out.String())))
 	}
 	if len(f.sources) == 0 {
-		for _, p := range goldens {
-			if id := strings.TrimSuffix(filepath.Base(p), goldenExt); !slices.Contains(ids, id) {
-				fmt.Fprintf(stdout, "\n== %s\nFAILED: no %s to replay it\n", safeText(filepath.Base(p)), safeText(id+harExt))
+		for _, id := range goldens {
+			if !slices.Contains(ids, id) {
+				fmt.Fprintf(stdout, "\n== %s\nFAILED: no %s to replay it\n", safeText(id+goldenExt), safeText(id+harExt))
 				failed++
 			}
 		}
