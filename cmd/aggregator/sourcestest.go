@@ -37,7 +37,8 @@ ignored; equal requests take the recorded answers in order; other entries
 are ignored. Every ${NAME} of the configuration that has no value is taken
 as ***, and no TLS file is read: it runs in CI without the portals'
 secrets. With -update, the golden files are written instead, for the
-subject of -domain or -id, else the one the HAR's log.comment names.
+subject of -domain or -id, else the one the HAR's log.comment names (as
+sources check -record writes it), else the golden file's own.
 Exit status 0 when every source replays as its golden file says, 1 when one
 differs (each difference is printed, field by field, per infraction id),
 fails, or makes a request the HAR has no answer for, 2 for a command line
