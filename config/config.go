@@ -253,11 +253,20 @@ type Response = mapping.Response
 
 // Load reads and parses the configuration file at path; see Parse.
 func Load(path string, getenv func(string) string) (*Config, error) {
+	data, err := readConfig(path)
+	if err != nil {
+		return nil, err
+	}
+	return Parse(data, path, getenv)
+}
+
+// readConfig reads the configuration file at path.
+func readConfig(path string) ([]byte, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("config: %w", err)
 	}
-	return Parse(data, path, getenv)
+	return data, nil
 }
 
 // DefaultBaseURI is the problems.base_uri used when none is configured:

@@ -42,6 +42,10 @@ type decoder struct {
 	// defaultsEnv and sourceEnv collect the values ${NAME} put under
 	// defaults and in the source being decoded (Source.FromEnv).
 	defaultsEnv, sourceEnv []string
+	// offline: a ${NAME} without a value is Masked (ParseOffline), and
+	// masked holds the key paths of the values it went into.
+	offline bool
+	masked  map[string]bool
 }
 
 func newDecoder(file string, getenv func(string) string) *decoder {
@@ -482,6 +486,22 @@ func (d *decoder) scalar(n *yaml.Node, path, want string) (s string, fromEnv, ok
 	if err != nil {
 		d.fail(n.Line, path, err.Error())
 		return "", false, false
+	}
+	if len(unset) > 0 && d.offline {
+		vars = vars[:0]
+		s, _, _, _ = expand(n.Value, func(name string) string {
+			v := d.getenv(name)
+			if v == "" && slices.Contains(unset, name) {
+				v = Masked
+			}
+			vars = append(vars, v)
+			return v
+		})
+		if d.masked == nil {
+			d.masked = map[string]bool{}
+		}
+		d.masked[path] = true
+		unset = nil
 	}
 	if len(unset) > 0 && secretKey(path) {
 		d.fail(n.Line, path, unsetSecret(unset))

@@ -12,6 +12,11 @@ import (
 // means an empty environment). When anything is wrong, the error is an
 // Errors listing every problem, and the Config is nil.
 func Parse(data []byte, filename string, getenv func(string) string) (*Config, error) {
+	return parse(data, filename, getenv, false)
+}
+
+// parse is Parse, or ParseOffline when offline is set.
+func parse(data []byte, filename string, getenv func(string) string, offline bool) (*Config, error) {
 	if getenv == nil {
 		getenv = func(string) string { return "" }
 	}
@@ -20,6 +25,7 @@ func Parse(data []byte, filename string, getenv func(string) string) (*Config, e
 		return nil, err
 	}
 	d := newDecoder(filename, getenv)
+	d.offline = offline
 	cfg := builtin()
 	var sources *yaml.Node
 	if root != nil {
@@ -41,8 +47,8 @@ func Parse(data []byte, filename string, getenv func(string) string) (*Config, e
 	}
 	cfg.fill()
 	errs := d.errs
-	for _, e := range validate(cfg) {
-		if d.hasFailed(e.Key) {
+	for _, e := range validate(cfg, !offline) {
+		if d.hasFailed(e.Key) || d.masked[e.Key] {
 			continue
 		}
 		e.File, e.Line = filename, d.line(e.Key)

@@ -105,7 +105,7 @@ func loadCA(path string) (*x509.CertPool, error) {
 
 // validateStore checks the store block: at most one kind of Redis, each
 // well formed, credentials and TLS files only where they apply.
-func validateStore(errs *Errors, s Store) {
+func validateStore(errs *Errors, s Store, readFiles bool) {
 	var kinds []string
 	if s.RedisURL != "" {
 		kinds = append(kinds, "redis_url")
@@ -144,7 +144,7 @@ func validateStore(errs *Errors, s Store) {
 			errs.add(cred.key, "for cluster and sentinel only: a redis_url carries its own (redis://user:password@host:port)")
 		}
 	}
-	validateStoreTLS(errs, s)
+	validateStoreTLS(errs, s, readFiles)
 
 	if s.PoolSize < 0 {
 		errs.add("store.pool_size", "must not be negative (0 means the client library's default)")
@@ -160,8 +160,9 @@ func validateStore(errs *Errors, s Store) {
 	}
 }
 
-// validateStoreTLS checks the tls block and reads its files.
-func validateStoreTLS(errs *Errors, s Store) {
+// validateStoreTLS checks the tls block and, with readFiles, reads its
+// files.
+func validateStoreTLS(errs *Errors, s Store, readFiles bool) {
 	t := s.TLS
 	files := t.CAFile != "" || t.CertFile != "" || t.KeyFile != "" || t.ServerName != ""
 	switch {
@@ -177,7 +178,7 @@ func validateStoreTLS(errs *Errors, s Store) {
 	case !s.TLSOn():
 		return
 	}
-	if t.CAFile != "" {
+	if t.CAFile != "" && readFiles {
 		if _, err := loadCA(t.CAFile); err != nil {
 			errs.add("store.tls.ca_file", "%v", err)
 		}
@@ -187,7 +188,7 @@ func validateStoreTLS(errs *Errors, s Store) {
 		errs.add("store.tls.key_file", "required with store.tls.cert_file")
 	case t.CertFile == "" && t.KeyFile != "":
 		errs.add("store.tls.cert_file", "required with store.tls.key_file")
-	case t.CertFile != "":
+	case t.CertFile != "" && readFiles:
 		if _, err := tls.LoadX509KeyPair(t.CertFile, t.KeyFile); err != nil {
 			errs.add("store.tls.cert_file", "cannot load the certificate and its key: %v", err)
 		}

@@ -19,8 +19,10 @@ import (
 )
 
 // validate checks every value of c, once defaults are filled in, and loads
-// each source's Location. It reports every problem it finds.
-func validate(c *Config) Errors {
+// each source's Location. It reports every problem it finds. readFiles
+// says whether the files the configuration names (TLS CAs, certificates,
+// keys) are read to check them.
+func validate(c *Config, readFiles bool) Errors {
 	var errs Errors
 	zones := map[string]*time.Location{}
 	zone := func(name string) (*time.Location, error) {
@@ -39,7 +41,7 @@ func validate(c *Config) Errors {
 		errs.add("problems.base_uri", "want an absolute URI such as https://api.example.com/problems/")
 	}
 	validateQuery(&errs, c.Query)
-	validateStore(&errs, c.Store)
+	validateStore(&errs, c.Store, readFiles)
 	if c.Async.MaxWait <= 0 {
 		errs.add("async.max_wait", "must be positive")
 	}
@@ -64,7 +66,7 @@ func validate(c *Config) Errors {
 	for i := range c.Sources {
 		s := &c.Sources[i]
 		p := index("sources", i)
-		validateSource(&errs, p, *s)
+		validateSource(&errs, p, *s, readFiles)
 		if s.ID != "" {
 			if j, dup := ids[s.ID]; dup {
 				errs.add(child(p, "id"), "duplicate id %q (also %s)", s.ID, index("sources", j))
@@ -373,7 +375,7 @@ func validCurrency(c string) bool {
 
 // validateSource checks what is a source's own: its identity, portal,
 // operations and response mapping.
-func validateSource(errs *Errors, p string, s Source) {
+func validateSource(errs *Errors, p string, s Source, readFiles bool) {
 	switch {
 	case s.ID == "":
 		errs.add(child(p, "id"), "required")
@@ -402,7 +404,7 @@ func validateSource(errs *Errors, p string, s Source) {
 	} else if u.RawQuery != "" || u.ForceQuery || u.Fragment != "" {
 		errs.add(child(p, "base_url"), "must not have a query or fragment (write them in the operation paths)")
 	}
-	validateAdapter(errs, p, s)
+	validateAdapter(errs, p, s, readFiles)
 	validateResponse(errs, child(p, "response"), s.Response, s.Operations)
 }
 

@@ -13,7 +13,7 @@ import (
 )
 
 // commands are the subcommands aggregator help must list.
-var commands = []string{"run", "validate", "query", "sources check", "version", "help"}
+var commands = []string{"run", "validate", "query", "sources check", "sources test", "version", "help"}
 
 // The command line: help on stdout with exit 0; an unknown command, flag
 // or argument, a non-loopback demo, is exit 2 with the usage on stderr,
@@ -128,6 +128,7 @@ sources:
 		validUsage   = "usage: aggregator validate"
 		queryUsage   = "usage: aggregator query"
 		checkUsage   = "usage: aggregator sources check"
+		testUsage    = "usage: aggregator sources test"
 		versionUsage = "usage: aggregator version"
 	)
 	noServer := []string{"--server", "http://127.0.0.1:1"}
@@ -162,6 +163,10 @@ sources:
 		{"sources check", []string{"sources", "check", "-config", cfg, "-domain", "AB123CD", "-id", "20314159269"}, []string{"exactly one of -domain, -id and -infraction", checkUsage}},
 		{"sources check", []string{"sources", "check", "-config", cfg, "-domain", "ZZ"}, []string{"-domain: not a plate", checkUsage}},
 		{"sources check", []string{"sources", "check", "-config", cfg, "-domain", "AB123CD", "-source", "atlantis"}, []string{"atlantis", checkUsage}},
+		{"sources check", []string{"sources", "check", "-config", cfg, "-domain", "AB123CD", "-record", cfg}, []string{"-record: " + cfg + " is not a directory", checkUsage}},
+		{"sources test", []string{"sources", "test", "-config", cfg}, []string{"the directory of recordings DIR is required", testUsage}},
+		{"sources test", []string{"sources", "test", "-config", cfg, "-bogus", "."}, []string{"flag provided but not defined: -bogus", testUsage}},
+		{"sources test", []string{"sources", "test", "-config", cfg, "-id", "20314159269", "."}, []string{"-domain and -id go with -update", testUsage}},
 		{"version", []string{"version", "--short"}, []string{"flag provided but not defined: -short", versionUsage}},
 		{"version", []string{"version", "short"}, []string{"unexpected arguments: short", versionUsage}},
 		{"help", []string{"help", "-bogus"}, []string{"flag provided but not defined: -bogus", runUsage}},
@@ -218,6 +223,7 @@ func TestHelpCommand(t *testing.T) {
 		{[]string{"query"}, "usage: aggregator query (--domain PLATE | --id CUIT/DNI)"},
 		{[]string{"sources"}, "usage: aggregator sources check -config FILE"},
 		{[]string{"sources", "check"}, "usage: aggregator sources check -config FILE"},
+		{[]string{"sources", "test"}, "usage: aggregator sources test -config FILE"},
 		{[]string{"version"}, "usage: aggregator version"},
 	}
 	for _, tt := range tests {

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"unicode"
 	"unicode/utf8"
@@ -73,9 +74,78 @@ const hostileHeader = "\u202egnp.exe\u202c \u2066iso\u2069 zero\u200bwidth \u200
 // credential.
 func TestSourcesCheckHostile(t *testing.T) {
 	t.Parallel()
+	h := startHostile(t)
+
+	tests := []struct {
+		source string
+		status int
+		want   []string
+	}{
+		{"upper", 0, []string{"> POST http://" + h.tokenHost + "/oauth/token", "> Authorization: ***", "< X-Echo-Token: ***", "< X-Echo-Auth: Basic ***",
+			"< *** (", "> Authorization: ***", "< X-Echo: Bearer *** | d=AB123CD", `description="Bearer *** | d=AB123CD"`, "OK: 1 infraction(s)"}},
+		{"hop", 0, []string{"/hop/2?code=307", "< 307 Temporary Redirect", "/hop/0?code=307", "< X-Echo: Bearer ***", "OK: 1 infraction(s)"}},
+		{"foreign", 1, []string{"< 307 Temporary Redirect", "FAILED: source-error: token endpoint: redirect to another origin not followed"}},
+		{"session", 0, []string{"> GET " + h.portalURL + "/sesion", "< Set-Cookie: ***", "> GET " + h.portalURL + "/s/***/k/***/actas?t=***&d=AB123CD&api_key=***",
+			"> X-Csrf: ***", "> X-Key: ***", "> Cookie: ***", "< X-Echo: *** | *** | t=***&d=AB123CD&api_key=***", "OK: 1 infraction(s)"}},
+		{"body", 0, []string{`> {"key":"***","d":"AB123CD"}`, "< X-Echo: ***", "OK: 1 infraction(s)"}},
+		{"hostile", 0, []string{`== hostile (Provincia \u001b[31mRoja\u001b[0m \u202eodarugesni\u202c \u2066x\u2069): by_domain`,
+			`< X-Hostile: \u202egnp.exe\u202c \u2066iso\u2069 zero\u200bwidth \u200f \ufeff \u2028 \u009b31m \t end`,
+			`\u202egnp.exe\u202c`, "OK: 1 infraction(s)"}},
+		{"raw", 1, []string{"< first line\n< " + `\u001b[2J\u001b]0;owned\u0007 \u202egnp.exe\u202c \u2066iso\u2069 zero\u200bwidth \u200f \ufeff \u2028 \u009b31m \u0000 \u007f \r \t end` +
+			"\n< \uFFFD\uFFFD not UTF-8\n< last line\n", "FAILED: source-error"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.source, func(t *testing.T) {
+			t.Parallel()
+			var stdout, stderr syncBuffer
+			err := run(context.Background(), []string{"sources", "check", "-config", h.cfgPath, "-source", tt.source, "-domain", "AB123CD"},
+				func(k string) string { return hostileEnv[k] }, &stdout, &stderr)
+			out := stdout.String() + stderr.String()
+			if got := exitCode(err); got != tt.status {
+				t.Errorf("exit status %d, want %d; output:\n%s", got, tt.status, out)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(out, w) {
+					t.Errorf("output lacks %q:\n%s", w, out)
+				}
+			}
+			for _, secret := range hostileSecrets() {
+				if strings.Contains(out, secret) {
+					t.Errorf("output holds secret %q:\n%s", secret, out)
+				}
+			}
+			if i, r := rawControl(out); i >= 0 {
+				t.Errorf("output holds %U raw at byte %d:\n%q", r, i, out)
+			}
+		})
+	}
+}
+
+// hostile is the portal and token endpoint of TestSourcesCheckHostile and
+// a configuration of sources over them: upper, hop and foreign (OAuth2),
+// session, body, hostile and raw.
+type hostile struct {
+	cfgPath, portalURL, tokenHost string
+	// offline set, a request to either server fails the test.
+	offline atomic.Bool
+}
+
+// called fails t when the servers are offline.
+func (h *hostile) called(t *testing.T, r *http.Request) {
+	if h.offline.Load() {
+		t.Errorf("a request reached the hostile servers while offline: %s %s", r.Method, r.URL.Path)
+	}
+}
+
+// startHostile starts the hostile servers, closed when t ends, which
+// check then that credentials never crossed origins.
+func startHostile(t *testing.T) *hostile {
+	t.Helper()
+	h := &hostile{}
 	var mu sync.Mutex
 	var portalAuth []string // Authorization of each portal request
 	portal := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h.called(t, r)
 		auth := r.Header.Get("Authorization")
 		mu.Lock()
 		portalAuth = append(portalAuth, auth)
@@ -130,6 +200,7 @@ func TestSourcesCheckHostile(t *testing.T) {
 	// echoes the credentials it gets.
 	var tokenHosts []string
 	tokens := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h.called(t, r)
 		mu.Lock()
 		tokenHosts = append(tokenHosts, r.Host)
 		mu.Unlock()
@@ -161,6 +232,7 @@ func TestSourcesCheckHostile(t *testing.T) {
 	}))
 	t.Cleanup(tokens.Close)
 	tokenHost := strings.TrimPrefix(tokens.URL, "http://")
+	h.tokenHost, h.portalURL = tokenHost, portal.URL
 
 	var oauth strings.Builder
 	for _, o := range []struct{ id, jurisdiction, tokenURL string }{
@@ -176,8 +248,8 @@ func TestSourcesCheckHostile(t *testing.T) {
     response: {items: /actas, fields: {id: /nro, description: /nota}}
 `, o.id, o.jurisdiction, portal.URL, o.tokenURL)
 	}
-	cfgPath := filepath.Join(t.TempDir(), "aggregator.yaml")
-	writeFile(t, cfgPath, "sources:\n"+oauth.String()+fmt.Sprintf(`  - id: session
+	h.cfgPath = filepath.Join(t.TempDir(), "aggregator.yaml")
+	writeFile(t, h.cfgPath, "sources:\n"+oauth.String()+fmt.Sprintf(`  - id: session
     jurisdiction: Sesión
     base_url: %[1]s
     operations:
@@ -203,50 +275,6 @@ func TestSourcesCheckHostile(t *testing.T) {
     operations: {by_domain: {path: /raw, query: {d: "{domain}"}}}
     response: {items: /actas, fields: {id: /nro}}
 `, portal.URL))
-
-	tests := []struct {
-		source string
-		status int
-		want   []string
-	}{
-		{"upper", 0, []string{"> POST http://" + tokenHost + "/oauth/token", "> Authorization: ***", "< X-Echo-Token: ***", "< X-Echo-Auth: Basic ***",
-			"< *** (", "> Authorization: ***", "< X-Echo: Bearer *** | d=AB123CD", `description="Bearer *** | d=AB123CD"`, "OK: 1 infraction(s)"}},
-		{"hop", 0, []string{"/hop/2?code=307", "< 307 Temporary Redirect", "/hop/0?code=307", "< X-Echo: Bearer ***", "OK: 1 infraction(s)"}},
-		{"foreign", 1, []string{"< 307 Temporary Redirect", "FAILED: source-error: token endpoint: redirect to another origin not followed"}},
-		{"session", 0, []string{"> GET " + portal.URL + "/sesion", "< Set-Cookie: ***", "> GET " + portal.URL + "/s/***/k/***/actas?t=***&d=AB123CD&api_key=***",
-			"> X-Csrf: ***", "> X-Key: ***", "> Cookie: ***", "< X-Echo: *** | *** | t=***&d=AB123CD&api_key=***", "OK: 1 infraction(s)"}},
-		{"body", 0, []string{`> {"key":"***","d":"AB123CD"}`, "< X-Echo: ***", "OK: 1 infraction(s)"}},
-		{"hostile", 0, []string{`== hostile (Provincia \u001b[31mRoja\u001b[0m \u202eodarugesni\u202c \u2066x\u2069): by_domain`,
-			`< X-Hostile: \u202egnp.exe\u202c \u2066iso\u2069 zero\u200bwidth \u200f \ufeff \u2028 \u009b31m \t end`,
-			`\u202egnp.exe\u202c`, "OK: 1 infraction(s)"}},
-		{"raw", 1, []string{"< first line\n< " + `\u001b[2J\u001b]0;owned\u0007 \u202egnp.exe\u202c \u2066iso\u2069 zero\u200bwidth \u200f \ufeff \u2028 \u009b31m \u0000 \u007f \r \t end` +
-			"\n< \uFFFD\uFFFD not UTF-8\n< last line\n", "FAILED: source-error"}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.source, func(t *testing.T) {
-			t.Parallel()
-			var stdout, stderr syncBuffer
-			err := run(context.Background(), []string{"sources", "check", "-config", cfgPath, "-source", tt.source, "-domain", "AB123CD"},
-				func(k string) string { return hostileEnv[k] }, &stdout, &stderr)
-			out := stdout.String() + stderr.String()
-			if got := exitCode(err); got != tt.status {
-				t.Errorf("exit status %d, want %d; output:\n%s", got, tt.status, out)
-			}
-			for _, w := range tt.want {
-				if !strings.Contains(out, w) {
-					t.Errorf("output lacks %q:\n%s", w, out)
-				}
-			}
-			for _, secret := range hostileSecrets() {
-				if strings.Contains(out, secret) {
-					t.Errorf("output holds secret %q:\n%s", secret, out)
-				}
-			}
-			if i, r := rawControl(out); i >= 0 {
-				t.Errorf("output holds %U raw at byte %d:\n%q", r, i, out)
-			}
-		})
-	}
 	t.Cleanup(func() {
 		for _, a := range portalAuth {
 			if a != "" && !strings.HasPrefix(a, "Bearer ") {
@@ -259,6 +287,7 @@ func TestSourcesCheckHostile(t *testing.T) {
 			}
 		}
 	})
+	return h
 }
 
 // rawControl is the byte offset and rune of the first character of s

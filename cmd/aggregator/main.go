@@ -4,8 +4,10 @@
 //	aggregator [run] -config FILE [-listen ADDR]
 //	aggregator validate -config FILE   list every problem of a config, exit 1 if any
 //	aggregator query --domain PLATE    look a query up through a running aggregator
-//	aggregator sources check -config FILE (-domain P | -id N | -infraction ID)
+//	aggregator sources check -config FILE (-domain P | -id N | -infraction ID) [-record DIR]
 //	                                   call each source once and show what maps
+//	aggregator sources test -config FILE [-update] DIR
+//	                                   replay recorded answers offline against golden files
 //	aggregator version                 the build: version, VCS revision, Go version
 //	aggregator help [COMMAND]          the commands, or one command's flags
 //
@@ -73,7 +75,10 @@ Commands:
   validate       check a configuration file and list every problem in it (-config FILE)
   query          look up infractions through a running aggregator (--domain or --id)
   sources check  call each configured source once, outside the breakers, and show the
-                 exchange and how every item maps (-config FILE, -domain, -id or -infraction)
+                 exchange and how every item maps (-config FILE, -domain, -id or -infraction;
+                 -record DIR also writes it as DIR/<source>.har, secrets masked)
+  sources test   replay DIR/<source>.har files offline through their sources and compare the
+                 infractions with DIR/<source>.golden.json (-config FILE DIR; -update writes them)
   version        print the version, the VCS revision and the Go version
   help [COMMAND] print this help, or the usage and flags of COMMAND
 
@@ -117,7 +122,7 @@ func help(ctx context.Context, args []string, getenv func(string) string, stdout
 	}
 	topic := strings.Join(args, " ")
 	switch topic {
-	case "run", "validate", "query", "sources", "sources check", "version", "help":
+	case "run", "validate", "query", "sources", "sources check", "sources test", "version", "help":
 		// What COMMAND -h prints, on stdout; -h never runs anything.
 		return run(ctx, append(slices.Clone(args), "-h"), getenv, stdout, stdout)
 	}

@@ -14,6 +14,8 @@ import (
 	"mime"
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -52,7 +54,7 @@ const maxRecordedRequest = 1 << 20
 // bodyStart is how much of each answer's body is shown.
 const bodyStart = 2 << 10
 
-const sourcesUsage = `usage: aggregator sources check -config FILE [-source ID]... (-domain PLATE | -id CUIT/DNI | -infraction ID)
+const checkUsage = `usage: aggregator sources check -config FILE [-source ID]... (-domain PLATE | -id CUIT/DNI | -infraction ID) [-record DIR]
 
 Calls each selected source once (all of them without -source), outside the
 breakers and the rate limiter, and prints the request sent (secrets masked),
@@ -63,22 +65,34 @@ normalise. Exit status 0 when every selected source answered and mapped,
 cannot be run, 3 when everything mapped but a warning stands (an items
 pointer that drops elements, text with U+FFFD or mojibake, a status not in
 status_map, an xml source without a no-results marker).
+With -record DIR, every request of each source's call (token and session
+requests included) and its answer are also written to DIR/<source>.har
+(HAR 1.2), every secret masked as *** as in what is printed, the subject in
+log.comment: for sources test. The file holds the subject and the portal's
+answer, personal data: it is written with mode 0600.
 
 `
 
-// sourcesCmd is `aggregator sources SUBCOMMAND`: only check, for now.
+// sourcesUsage is the usage of `aggregator sources`: its subcommands'.
+const sourcesUsage = checkUsage + testUsage
+
+// sourcesCmd is `aggregator sources SUBCOMMAND`: check or test.
 func sourcesCmd(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	if len(args) > 0 && args[0] == "check" {
-		return sourcesCheck(ctx, args[1:], getenv, stdout, stderr)
-	}
-	if len(args) > 0 && (args[0] == "-h" || args[0] == "-help" || args[0] == "--help") {
-		fmt.Fprint(stdout, sourcesUsage)
-		return nil
+	if len(args) > 0 {
+		switch args[0] {
+		case "check":
+			return sourcesCheck(ctx, args[1:], getenv, stdout, stderr)
+		case "test":
+			return sourcesTest(ctx, args[1:], getenv, stdout, stderr)
+		case "-h", "-help", "--help":
+			fmt.Fprint(stdout, sourcesUsage)
+			return nil
+		}
 	}
 	if len(args) == 0 {
-		fmt.Fprint(stderr, "aggregator sources: a subcommand is required (check)\n\n")
+		fmt.Fprint(stderr, "aggregator sources: a subcommand is required (check, test)\n\n")
 	} else {
-		fmt.Fprintf(stderr, "aggregator sources: unknown subcommand %q (known: check)\n\n", args[0])
+		fmt.Fprintf(stderr, "aggregator sources: unknown subcommand %q (known: check, test)\n\n", args[0])
 	}
 	fmt.Fprint(stderr, sourcesUsage)
 	return exitUsage
@@ -90,28 +104,16 @@ type checkFlags struct {
 	sources                    []string
 	domain, id, infraction     string
 	hasDomain, hasID, hasInfID bool
+	record                     string // a directory, or ""
 }
 
 func sourcesCheck(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	var f checkFlags
-	fs := flag.NewFlagSet("sources check", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), sourcesUsage)
-		fs.PrintDefaults()
-	}
-	fs.StringVar(&f.config, "config", "", "YAML configuration `file` (required)")
-	fs.Func("source", "check only source `ID` (repeat it, or separate ids with commas; default: every source)", func(s string) error {
-		for id := range strings.SplitSeq(s, ",") {
-			if id = strings.TrimSpace(id); id != "" {
-				f.sources = append(f.sources, id)
-			}
-		}
-		return nil
-	})
+	fs := sourcesFlags("check", checkUsage, stderr, &f.config, &f.sources, "check only source `ID` (repeat it, or separate ids with commas; default: every source)")
 	fs.StringVar(&f.domain, "domain", "", "look up a `plate` (by_domain)")
 	fs.StringVar(&f.id, "id", "", "look up a `CUIT or DNI` (by_id)")
 	fs.StringVar(&f.infraction, "infraction", "", "fetch the voucher of infraction `ID` (voucher)")
+	fs.StringVar(&f.record, "record", "", "also write each source's exchanges, secrets masked, to `DIR`/<source>.har (personal data: mode 0600)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
@@ -147,6 +149,11 @@ func sourcesCheck(ctx context.Context, args []string, getenv func(string) string
 	case n != 1:
 		return usageErr("give exactly one of -domain, -id and -infraction")
 	}
+	if f.record != "" {
+		if st, err := os.Stat(f.record); err == nil && !st.IsDir() {
+			return usageErr("-record: %s is not a directory", safeText(f.record))
+		}
+	}
 	var q aggregator.Query
 	op := aggregator.Voucher
 	switch {
@@ -174,7 +181,7 @@ func sourcesCheck(ctx context.Context, args []string, getenv func(string) string
 	if err != nil {
 		return usageErr("%v", err)
 	}
-	failed, warned := 0, 0
+	failed, warned, recorded, unrecorded := 0, 0, 0, 0
 	for i, sc := range selected {
 		if i > 0 {
 			fmt.Fprintln(stdout)
@@ -185,13 +192,26 @@ func sourcesCheck(ctx context.Context, args []string, getenv func(string) string
 		// see, whatever printed it.
 		m := newMasker(sc)
 		var out strings.Builder
-		switch checkSource(sources.WithSecrets(ctx, m.learn), &out, m, sc, op, q, f.infraction) {
+		result, exs := checkSource(sources.WithSecrets(ctx, m.learn), &out, m, sc, op, q, f.infraction)
+		switch result {
 		case checkFailed:
 			failed++
 		case checkWarned:
 			warned++
 		}
 		io.WriteString(stdout, safeLines(m.mask(out.String())))
+		if f.record != "" && len(exs) > 0 {
+			if err := recordHAR(f.record, sc.ID, checkCommand(sc.ID, op, q, f.infraction), m, exs); err != nil {
+				fmt.Fprintf(stderr, "aggregator sources check: %s not recorded: %s\n", sc.ID, safeText(m.mask(err.Error())))
+				unrecorded++
+			} else {
+				fmt.Fprintf(stderr, "aggregator sources check: recorded %s (mode 0600)\n", safeText(filepath.Join(f.record, sc.ID+".har")))
+				recorded++
+			}
+		}
+	}
+	if recorded > 0 {
+		fmt.Fprint(stderr, personalData)
 	}
 	fmt.Fprintf(stdout, "\n%d of %d source(s) answered and mapped", len(selected)-failed, len(selected))
 	if warned > 0 {
@@ -199,12 +219,34 @@ func sourcesCheck(ctx context.Context, args []string, getenv func(string) string
 	}
 	fmt.Fprintln(stdout)
 	switch {
-	case failed > 0:
+	case failed > 0, unrecorded > 0:
 		return exitCheckFailed
 	case warned > 0:
 		return exitCheckWarning
 	}
 	return nil
+}
+
+// sourcesFlags is the flag set of `sources SUBCOMMAND`, with the flags
+// every subcommand takes: -config, and -source (sourceHelp says what it
+// selects), repeated or comma-separated, into ids.
+func sourcesFlags(subcommand, usage string, stderr io.Writer, config *string, ids *[]string, sourceHelp string) *flag.FlagSet {
+	fs := flag.NewFlagSet("sources "+subcommand, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), usage)
+		fs.PrintDefaults()
+	}
+	fs.StringVar(config, "config", "", "YAML configuration `file` (required)")
+	fs.Func("source", sourceHelp, func(s string) error {
+		for id := range strings.SplitSeq(s, ",") {
+			if id = strings.TrimSpace(id); id != "" {
+				*ids = append(*ids, id)
+			}
+		}
+		return nil
+	})
+	return fs
 }
 
 // selectSources returns the configured sources named in ids (all when
@@ -233,12 +275,13 @@ func selectSources(all []config.Source, ids []string) ([]config.Source, error) {
 	return out, nil
 }
 
-// checkSource calls one source and prints what it saw, masked by m.
-func checkSource(ctx context.Context, w io.Writer, m *masker, sc config.Source, op aggregator.Operation, q aggregator.Query, infractionID string) checkResult {
+// checkSource calls one source and prints what it saw, masked by m. It
+// returns what it found and the exchanges the call made.
+func checkSource(ctx context.Context, w io.Writer, m *masker, sc config.Source, op aggregator.Operation, q aggregator.Query, infractionID string) (checkResult, []exchange) {
 	fmt.Fprintf(w, "== %s (%s): %s\n", sc.ID, sc.Jurisdiction, op)
 	if sc.Type != config.HTTPType {
 		fmt.Fprintf(w, "FAILED: type %q is a Go adapter; only type http sources can be checked\n", sc.Type)
-		return checkFailed
+		return checkFailed, nil
 	}
 	spec := app.SourceSpec(sc)
 	limit := spec.MaxResponseBytes
@@ -251,11 +294,11 @@ func checkSource(ctx context.Context, w io.Writer, m *masker, sc config.Source, 
 	src, err := sources.New(spec, &http.Client{Transport: rec}, nil)
 	if err != nil {
 		fmt.Fprintf(w, "FAILED: %s\n", safeText(err.Error()))
-		return checkFailed
+		return checkFailed, nil
 	}
 	if !src.Supports(op, q.IDKind) {
 		fmt.Fprintf(w, "skipped: the source has no %s operation for this query\n", op)
-		return checkOK
+		return checkOK, nil
 	}
 	timeout := time.Duration(sc.Timeout)
 	if timeout <= 0 {
@@ -275,10 +318,10 @@ func checkSource(ctx context.Context, w io.Writer, m *masker, sc config.Source, 
 		printExchanges(w, m, exs, false)
 		if err != nil {
 			fmt.Fprintf(w, "FAILED: %s\n", m.mask(describe(err)))
-			return checkFailed
+			return checkFailed, exs
 		}
 		fmt.Fprintf(w, "voucher: status %s, type %s, %d bytes\n", safeText(exs[len(exs)-1].statusText), safeText(v.ContentType), size)
-		return checkOK
+		return checkOK, exs
 	}
 
 	answer, lookupErr := src.Lookup(ctx, q)
@@ -322,16 +365,16 @@ func checkSource(ctx context.Context, w io.Writer, m *masker, sc config.Source, 
 	switch {
 	case lookupErr != nil:
 		fmt.Fprintf(w, "FAILED: %s\n", m.mask(describe(lookupErr)))
-		return checkFailed
+		return checkFailed, exs
 	case rep.failed:
 		fmt.Fprintf(w, "FAILED: the answer came, but did not map cleanly (see above); the lookup found %d infraction(s)\n", len(answer.Infractions))
-		return checkFailed
+		return checkFailed, exs
 	case rep.warned:
 		fmt.Fprintf(w, "WARNING: %d infraction(s), but see the warnings above\n", len(answer.Infractions))
-		return checkWarned
+		return checkWarned, exs
 	}
 	fmt.Fprintf(w, "OK: %d infraction(s)\n", len(answer.Infractions))
-	return checkOK
+	return checkOK, exs
 }
 
 // hasNotFoundRule reports whether an errors rule says "no infractions".
@@ -443,9 +486,13 @@ type exchange struct {
 	reqBody           []byte
 	status            int
 	statusText        string
+	proto             string
 	header            http.Header
 	body              []byte // at most the recorder's limit
+	cut               bool   // the body was longer
 	err               error
+	start             time.Time
+	took              time.Duration // until the answer's headers
 }
 
 // recorder is a RoundTripper that keeps every exchange it carries.
@@ -458,7 +505,7 @@ type recorder struct {
 }
 
 func (r *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
-	e := &exchange{auth: sources.IsAuthRequest(req.Context()), method: req.Method, url: req.URL.String(), host: req.Host, reqHeader: req.Header.Clone()}
+	e := &exchange{auth: sources.IsAuthRequest(req.Context()), method: req.Method, url: req.URL.String(), host: req.Host, reqHeader: req.Header.Clone(), start: time.Now()}
 	if req.Body != nil && req.Body != http.NoBody {
 		// Bodies come from the source's templates: small. One that is not
 		// is refused rather than sent cut short.
@@ -481,11 +528,12 @@ func (r *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp, err := r.next.RoundTrip(req)
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	e.took = time.Since(e.start)
 	if err != nil {
 		e.err = err
 		return nil, err
 	}
-	e.status, e.statusText, e.header = resp.StatusCode, resp.Status, resp.Header.Clone()
+	e.status, e.statusText, e.proto, e.header = resp.StatusCode, resp.Status, resp.Proto, resp.Header.Clone()
 	resp.Body = &capture{ReadCloser: resp.Body, r: r, e: e}
 	return resp, nil
 }
@@ -511,8 +559,12 @@ type capture struct {
 func (c *capture) Read(p []byte) (int, error) {
 	n, err := c.ReadCloser.Read(p)
 	c.r.mu.Lock()
-	if room := c.r.limit - int64(len(c.e.body)); room > 0 {
+	room := c.r.limit - int64(len(c.e.body))
+	if room > 0 {
 		c.e.body = append(c.e.body, p[:min(int64(n), room)]...)
+	}
+	if int64(n) > room {
+		c.e.cut = true
 	}
 	c.r.mu.Unlock()
 	return n, err
@@ -696,16 +748,27 @@ func (m *masker) maskHeader(name, value string) string {
 // maskRequestBody hides the secrets of a request body; auth says it is a
 // token request's or a session page's, all of whose values are hidden.
 func (m *masker) maskRequestBody(h http.Header, b []byte, auth bool) string {
-	if len(b) == 0 {
-		return ""
-	}
-	if mt, _, _ := mime.ParseMediaType(h.Get("Content-Type")); mt == "application/x-www-form-urlencoded" {
-		return m.mask(m.maskPairs(string(b), auth))
-	}
-	if m.opaque || auth {
+	text, whole := m.maskBody(h, b, auth)
+	if whole {
 		return "*** (not shown: it holds secrets)"
 	}
-	return m.mask(string(b))
+	return text
+}
+
+// maskBody is a request body with its secrets hidden, or "***" with whole
+// set when it is hidden whole: a body not a form that holds session values
+// or is an auth request's.
+func (m *masker) maskBody(h http.Header, b []byte, auth bool) (text string, whole bool) {
+	if len(b) == 0 {
+		return "", false
+	}
+	if mt, _, _ := mime.ParseMediaType(h.Get("Content-Type")); mt == "application/x-www-form-urlencoded" {
+		return m.mask(m.maskPairs(string(b), auth)), false
+	}
+	if m.opaque || auth {
+		return "***", true
+	}
+	return m.mask(string(b)), false
 }
 
 // printExchanges writes every request and answer; showBody says whether

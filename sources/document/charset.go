@@ -71,6 +71,20 @@ func ToUTF8(f Format, c Charset, body []byte, contentType string) ([]byte, error
 	return bytes.TrimPrefix(out, []byte("\uFEFF")), nil
 }
 
+// Declared is the WHATWG name of the encoding ToUTF8 reads body in when no
+// charset is configured, whatever its format (an XML prolog and an HTML
+// meta are both looked for): "utf-8" when it declares none.
+func Declared(body []byte, contentType string) string {
+	f := HTML
+	if bytes.HasPrefix(body, []byte("<?xml")) {
+		f = XML
+	}
+	if _, name := detect(f, body, contentType); name != "" {
+		return name
+	}
+	return "utf-8"
+}
+
 // detect finds the encoding an answer declares, as ToUTF8 documents.
 func detect(f Format, body []byte, contentType string) (encoding.Encoding, string) {
 	if enc, name := bomEncoding(body); enc != nil {
