@@ -12,6 +12,7 @@ import (
 
 	"github.com/multas/aggregator/breaker"
 	"github.com/multas/aggregator/breaker/breakertest"
+	"github.com/multas/aggregator/internal/redistest"
 	"github.com/multas/aggregator/ratelimit"
 	redisstore "github.com/multas/aggregator/store/redis"
 )
@@ -25,14 +26,13 @@ func TestNoAmnesia(t *testing.T) {
 	for _, loss := range []string{"FLUSHALL", "restart"} {
 		t.Run(loss, func(t *testing.T) {
 			t.Parallel()
-			port := freePort(t)
-			srv := startRedis(t, port)
+			srv := redistest.StartServer(t)
 			s := breakertest.Settings()
 			s.ConsecutiveFailures, s.OpenFor, s.ProbeLease = 3, 3*time.Second, 10*time.Second
 			var sets []*breaker.Set
 			var stores []*redisstore.Stores
 			for range 3 {
-				o, err := redisstore.ClientOptions(srv.url(), 200*time.Millisecond)
+				o, err := redisstore.ClientOptions(srv.URL(), 200*time.Millisecond)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -65,14 +65,14 @@ func TestNoAmnesia(t *testing.T) {
 
 			switch loss {
 			case "FLUSHALL":
-				c := redis.NewClient(&redis.Options{Addr: srv.addr()})
+				c := redis.NewClient(&redis.Options{Addr: srv.Addr()})
 				if err := c.FlushAll(ctx).Err(); err != nil {
 					t.Fatal(err)
 				}
 				_ = c.Close()
 			case "restart":
-				srv.stop()
-				startRedis(t, port)
+				srv.Stop()
+				srv.Start()
 				// The replicas find out, decide locally meanwhile, and come
 				// back once Redis has answered steadily.
 				deadline := time.Now().Add(5 * time.Second)
@@ -136,11 +136,11 @@ func TestNoAmnesia(t *testing.T) {
 // back when it reads it again, and the others see it.
 func TestPauseSurvivesFlushAll(t *testing.T) {
 	t.Parallel()
-	srv := startRedis(t, freePort(t))
+	srv := redistest.StartServer(t)
 	ctx := context.Background()
 	var lims []*ratelimit.Limiter
 	for range 2 {
-		o, err := redisstore.ClientOptions(srv.url(), time.Second)
+		o, err := redisstore.ClientOptions(srv.URL(), time.Second)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -153,7 +153,7 @@ func TestPauseSurvivesFlushAll(t *testing.T) {
 		lims = append(lims, lim)
 	}
 	lims[0].Pause(ctx, "caba", time.Minute)
-	c := redis.NewClient(&redis.Options{Addr: srv.addr()})
+	c := redis.NewClient(&redis.Options{Addr: srv.Addr()})
 	defer c.Close()
 	if err := c.FlushAll(ctx).Err(); err != nil {
 		t.Fatal(err)

@@ -7,9 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"os"
-	"os/exec"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -21,67 +18,10 @@ import (
 
 	"github.com/multas/aggregator/breaker"
 	"github.com/multas/aggregator/breaker/breakertest"
+	"github.com/multas/aggregator/internal/redistest"
 	"github.com/multas/aggregator/ratelimit"
 	redisstore "github.com/multas/aggregator/store/redis"
 )
-
-// server is a redis-server of the test's own, which it can stop.
-type server struct {
-	t    *testing.T
-	port int
-	cmd  *exec.Cmd
-}
-
-// startRedis starts redis-server on port, without persistence.
-func startRedis(t *testing.T, port int) *server {
-	t.Helper()
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("redis-server not installed: %v", err)
-		}
-		t.Skipf("redis-server not installed: %v", err)
-	}
-	cmd := exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1",
-		"--save", "", "--appendonly", "no", "--dir", t.TempDir())
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	s := &server{t: t, port: port, cmd: cmd}
-	t.Cleanup(s.stop)
-	c := redis.NewClient(&redis.Options{Addr: s.addr()})
-	defer c.Close()
-	deadline := time.Now().Add(5 * time.Second)
-	for c.Ping(context.Background()).Err() != nil {
-		if time.Now().After(deadline) {
-			t.Fatalf("redis-server on port %d never answered", port)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	return s
-}
-
-func (s *server) addr() string { return fmt.Sprintf("127.0.0.1:%d", s.port) }
-func (s *server) url() string  { return "redis://" + s.addr() + "/0" }
-
-// stop shuts the server down and waits until it is gone.
-func (s *server) stop() {
-	if s.cmd == nil {
-		return
-	}
-	c := redis.NewClient(&redis.Options{Addr: s.addr()})
-	_ = c.Shutdown(context.Background()).Err() // the connection drops: an error
-	_ = c.Close()
-	done := make(chan struct{})
-	go func() { _ = s.cmd.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(5 * time.Second):
-		_ = s.cmd.Process.Kill()
-		<-done
-	}
-	s.cmd = nil
-}
 
 // changes records the calls of OnDegraded.
 type changes struct {
@@ -128,9 +68,8 @@ func equalBools(a, b []bool) bool {
 // back.
 func TestRedisDownAndBack(t *testing.T) {
 	t.Parallel()
-	port := freePort(t)
-	srv := startRedis(t, port)
-	o, err := redisstore.ClientOptions(srv.url(), 50*time.Millisecond)
+	srv := redistest.StartServer(t)
+	o, err := redisstore.ClientOptions(srv.URL(), 50*time.Millisecond)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -167,7 +106,7 @@ func TestRedisDownAndBack(t *testing.T) {
 		t.Fatalf("Ping: %v", err)
 	}
 
-	srv.stop()
+	srv.Stop()
 	for i := range 50 {
 		if !call(t, set, succeed) {
 			t.Fatalf("call %d refused with Redis down", i)
@@ -206,7 +145,7 @@ func TestRedisDownAndBack(t *testing.T) {
 		t.Errorf("events while degraded = %+v, want the local trip", ev)
 	}
 
-	startRedis(t, port) // empty: no persistence
+	srv.Start() // empty: no persistence
 	deadline := time.Now().Add(10 * time.Second)
 	for st.Degraded() {
 		if time.Now().After(deadline) {
@@ -225,7 +164,7 @@ func TestRedisDownAndBack(t *testing.T) {
 	}
 
 	// Shared again: another replica's forced open holds here.
-	o2, _ := redisstore.ClientOptions(srv.url(), time.Second)
+	o2, _ := redisstore.ClientOptions(srv.URL(), time.Second)
 	client2 := redis.NewClient(o2)
 	t.Cleanup(func() { _ = client2.Close() })
 	st2 := newStores(t, client2, redisstore.Options{Prefix: "agg:"})
@@ -328,9 +267,8 @@ func storeEvents(events []breaker.Event) []string {
 // back; each is a store event of the shared log.
 func TestNoFlapping(t *testing.T) {
 	t.Parallel()
-	port := freePort(t)
-	srv := startRedis(t, port)
-	o, err := redisstore.ClientOptions(srv.url(), 50*time.Millisecond)
+	srv := redistest.StartServer(t)
+	o, err := redisstore.ClientOptions(srv.URL(), 50*time.Millisecond)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -346,20 +284,20 @@ func TestNoFlapping(t *testing.T) {
 	set.Add(caba, "caba", breakertest.Settings())
 	call(t, set, succeed)
 
-	srv.stop()
+	srv.Stop()
 	call(t, set, succeed)
 	if !st.Degraded() {
 		t.Fatal("not degraded with Redis stopped")
 	}
 	// Back for a moment, gone again, then back for good.
-	srv = startRedis(t, port)
+	srv.Start()
 	time.Sleep(stable / 3)
-	srv.stop()
+	srv.Stop()
 	time.Sleep(100 * time.Millisecond)
 	if !st.Degraded() {
 		t.Fatal("the stores came back while Redis answered for less than StableFor")
 	}
-	startRedis(t, port)
+	srv.Start()
 	back := time.Now()
 	deadline := back.Add(10 * time.Second)
 	for st.Degraded() {
@@ -427,9 +365,8 @@ func TestHealthBackoff(t *testing.T) {
 // probe goes, not a fresh closed breaker's worth of calls.
 func TestDegradedKeepsOpenBreaker(t *testing.T) {
 	t.Parallel()
-	port := freePort(t)
-	srv := startRedis(t, port)
-	o, err := redisstore.ClientOptions(srv.url(), 50*time.Millisecond)
+	srv := redistest.StartServer(t)
+	o, err := redisstore.ClientOptions(srv.URL(), 50*time.Millisecond)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -446,7 +383,7 @@ func TestDegradedKeepsOpenBreaker(t *testing.T) {
 	if got := state(t, set); got != breaker.Open {
 		t.Fatalf("state = %s, want open", got)
 	}
-	srv.stop()
+	srv.Stop()
 	_ = st.Ping(context.Background())
 	if !st.Degraded() {
 		t.Fatal("not degraded with Redis stopped")
@@ -476,10 +413,9 @@ func TestDegradedKeepsOpenBreaker(t *testing.T) {
 // Redis returns, so the other replicas stop skipping the portal.
 func TestAdminActionsReachTheFleet(t *testing.T) {
 	t.Parallel()
-	port := freePort(t)
-	srv := startRedis(t, port)
+	srv := redistest.StartServer(t)
 	// Timeouts a loaded machine keeps to: Redis stopped is refused at once.
-	o, err := redisstore.ClientOptions(srv.url(), time.Second)
+	o, err := redisstore.ClientOptions(srv.URL(), time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -508,12 +444,12 @@ func TestAdminActionsReachTheFleet(t *testing.T) {
 	trip()
 
 	// Redis goes away and comes back; a stays on local state.
-	srv.stop()
+	srv.Stop()
 	_ = stA.Ping(ctx)
 	if !stA.Degraded() {
 		t.Fatal("not degraded with Redis stopped")
 	}
-	srv = startRedis(t, port)
+	srv.Start()
 	if err := a.Reset(ctx, caba); err != nil {
 		t.Fatal(err)
 	}
@@ -548,7 +484,7 @@ func TestAdminActionsReachTheFleet(t *testing.T) {
 		}
 	}
 	trip2()
-	srv.stop()
+	srv.Stop()
 	_ = stB.Ping(ctx)
 	if !stB.Degraded() {
 		t.Fatal("b not degraded with Redis stopped")
@@ -556,7 +492,7 @@ func TestAdminActionsReachTheFleet(t *testing.T) {
 	if err := b.Reset(ctx, caba); err != nil {
 		t.Fatal(err)
 	}
-	startRedis(t, port) // stopped when the test ends
+	srv.Start() // stopped when the test ends
 	deadline = time.Now().Add(10 * time.Second)
 	for {
 		if !stB.Degraded() {
@@ -579,8 +515,8 @@ func TestAdminActionsReachTheFleet(t *testing.T) {
 // run twice would count its calls twice, and trip the breaker early.
 func TestLostScriptsCountOnce(t *testing.T) {
 	t.Parallel()
-	srv := startRedis(t, freePort(t))
-	o, err := redisstore.ClientOptions(srv.url(), time.Second)
+	srv := redistest.StartServer(t)
+	o, err := redisstore.ClientOptions(srv.URL(), time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
