@@ -274,6 +274,8 @@ func TestNoFlapping(t *testing.T) {
 	}
 	client := redis.NewClient(o)
 	t.Cleanup(func() { _ = client.Close() })
+	var failed failures
+	client.AddHook(&failed)
 	var seen changes
 	const stable = 600 * time.Millisecond
 	st := newStores(t, client, redisstore.Options{
@@ -285,15 +287,21 @@ func TestNoFlapping(t *testing.T) {
 	call(t, set, succeed)
 
 	srv.Stop()
-	call(t, set, succeed)
+	_ = st.Ping(context.Background()) // a call decided from the view would not notice
 	if !st.Degraded() {
 		t.Fatal("not degraded with Redis stopped")
 	}
-	// Back for a moment, gone again, then back for good.
+	// Back for a moment, gone again (until a check of the store has seen
+	// it gone: checks are StableFor/5 apart), then back for good.
 	srv.Start()
 	time.Sleep(stable / 3)
+	before := failed.n.Load()
 	srv.Stop()
-	time.Sleep(100 * time.Millisecond)
+	for deadline := time.Now().Add(10 * time.Second); failed.n.Load() == before; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("no check of the store failed in 10s with Redis stopped")
+		}
+	}
 	if !st.Degraded() {
 		t.Fatal("the stores came back while Redis answered for less than StableFor")
 	}
@@ -314,6 +322,31 @@ func TestNoFlapping(t *testing.T) {
 	}
 	if got := storeEvents(st.Events.Latest(100)); fmt.Sprint(got) != "[shared→local local→shared]" {
 		t.Errorf("store events in the shared log = %v, want [shared→local local→shared]", got)
+	}
+}
+
+// failures counts the calls of a client that failed.
+type failures struct{ n atomic.Int64 }
+
+func (f *failures) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (f *failures) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		if err != nil && !errors.Is(err, redis.Nil) {
+			f.n.Add(1)
+		}
+		return err
+	}
+}
+
+func (f *failures) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		err := next(ctx, cmds)
+		if err != nil && !errors.Is(err, redis.Nil) {
+			f.n.Add(1)
+		}
+		return err
 	}
 }
 
