@@ -288,16 +288,18 @@ func TestHeaderLimit(t *testing.T) {
 }
 
 // slowClient writes head, then drips one more byte every 50ms until the
-// server hangs up or answers, and returns how long that took (or fails the
-// test after limit).
+// server hangs up or answers, and returns how long that took from before
+// the dial (or fails the test after limit). The server's timeouts start
+// when it begins to read the accepted connection, which may be before the
+// dial returns here: on a busy machine, by enough to look early.
 func slowClient(t *testing.T, addr, head string, limit time.Duration) time.Duration {
 	t.Helper()
+	begin := time.Now()
 	c, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	begin := time.Now()
 	if _, err := io.WriteString(c, head); err != nil {
 		t.Fatal(err)
 	}
