@@ -24,6 +24,32 @@ var deafUser = []string{"--user", "r1", "on", ">secret", "~*", "&*", "+@all"}
 
 func deafURL(srv *redistest.Server) string { return "redis://r1:secret@" + srv.Addr() + "/0" }
 
+// threeStrikes are breaker settings that open for good after three
+// failures in a row.
+func threeStrikes() breaker.Settings {
+	s := breakertest.Settings()
+	s.ConsecutiveFailures, s.OpenFor = 3, time.Hour
+	return s
+}
+
+// redisCommand runs one command on srv, as its default user.
+func redisCommand(t *testing.T, srv *redistest.Server, args ...any) {
+	t.Helper()
+	c := redis.NewClient(&redis.Options{Addr: srv.Addr()})
+	defer c.Close()
+	if err := c.Do(context.Background(), args...).Err(); err != nil {
+		t.Fatalf("%v: %v", args, err)
+	}
+}
+
+// trip opens the breaker of r's set: three failures.
+func trip(t *testing.T, r *replica) {
+	t.Helper()
+	for range 3 {
+		call(t, r.set, fail)
+	}
+}
+
 // shareMarker has r share settings for a breaker nobody calls, and waits
 // until heard receives them: a replica that heard it has applied every
 // change published before it (one channel, one order).
@@ -52,8 +78,7 @@ func shareMarker(t *testing.T, r *replica, heard <-chan breaker.Settings) {
 func TestNotBackUntilListening(t *testing.T) {
 	t.Parallel()
 	srv := redistest.StartServer(t, deafUser...)
-	s := breakertest.Settings()
-	s.ConsecutiveFailures, s.OpenFor = 3, time.Hour
+	s := threeStrikes()
 	const (
 		maxWait = 200 * time.Millisecond
 		stable  = 200 * time.Millisecond
@@ -91,12 +116,7 @@ func TestNotBackUntilListening(t *testing.T) {
 		t.Fatal("Listening() = true with the subscription refused")
 	}
 
-	admin := redis.NewClient(&redis.Options{Addr: srv.Addr()})
-	t.Cleanup(func() { _ = admin.Close() })
-	ctx := context.Background()
-	if err := admin.Do(ctx, "ACL", "SETUSER", "r1", "+subscribe").Err(); err != nil {
-		t.Fatal(err)
-	}
+	redisCommand(t, srv, "ACL", "SETUSER", "r1", "+subscribe")
 	deadline := time.Now().Add(10 * time.Second)
 	for r1.stores.Degraded() {
 		if time.Now().After(deadline) {
@@ -110,9 +130,7 @@ func TestNotBackUntilListening(t *testing.T) {
 
 	// Right then, replica 2 trips the breaker.
 	r2 := newReplica(t, srv.URL(), time.Now, s, redisstore.Options{Prefix: "agg:", Timeout: time.Second})
-	for range 3 {
-		call(t, r2.set, fail)
-	}
+	trip(t, r2)
 	shareMarker(t, r2, heard)
 	if call(t, r1.set, fail) {
 		t.Error("replica 1 called the portal whose breaker replica 2 opened")
@@ -126,8 +144,7 @@ func TestNotBackUntilListening(t *testing.T) {
 func TestDeafReplicaAsksRedis(t *testing.T) {
 	t.Parallel()
 	srv := redistest.StartServer(t, deafUser...)
-	s := breakertest.Settings()
-	s.ConsecutiveFailures, s.OpenFor = 3, time.Hour
+	s := threeStrikes()
 	// No refresh of its own: a round trip counted below is a decision's.
 	opts := redisstore.Options{Prefix: "agg:", Timeout: time.Second, RefreshInterval: time.Hour}
 	r1 := newReplica(t, deafURL(srv), time.Now, s, opts)
@@ -137,15 +154,8 @@ func TestDeafReplicaAsksRedis(t *testing.T) {
 		t.Fatal("refused with the breaker closed")
 	}
 
-	admin := redis.NewClient(&redis.Options{Addr: srv.Addr()})
-	t.Cleanup(func() { _ = admin.Close() })
-	ctx := context.Background()
-	if err := admin.Do(ctx, "ACL", "SETUSER", "r1", "-subscribe").Err(); err != nil {
-		t.Fatal(err)
-	}
-	if err := admin.Do(ctx, "CLIENT", "KILL", "USER", "r1", "TYPE", "pubsub").Err(); err != nil {
-		t.Fatal(err)
-	}
+	redisCommand(t, srv, "ACL", "SETUSER", "r1", "-subscribe")
+	redisCommand(t, srv, "CLIENT", "KILL", "USER", "r1", "TYPE", "pubsub")
 	deadline := time.Now().Add(10 * time.Second)
 	for r1.stores.Listening() {
 		if time.Now().After(deadline) {
@@ -154,9 +164,7 @@ func TestDeafReplicaAsksRedis(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 	}
 
-	for range 3 {
-		call(t, r2.set, fail)
-	}
+	trip(t, r2)
 	if call(t, r1.set, fail) {
 		t.Error("a replica deaf to the fleet called the portal whose breaker another replica opened")
 	}
@@ -164,9 +172,7 @@ func TestDeafReplicaAsksRedis(t *testing.T) {
 		t.Error("degraded, with Redis answering everything but the subscription")
 	}
 
-	if err := admin.Do(ctx, "ACL", "SETUSER", "r1", "+subscribe").Err(); err != nil {
-		t.Fatal(err)
-	}
+	redisCommand(t, srv, "ACL", "SETUSER", "r1", "+subscribe")
 	waitListening(t, r1)
 	before := r1.commands.n.Load()
 	if call(t, r1.set, fail) {
