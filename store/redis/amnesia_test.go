@@ -36,12 +36,7 @@ func TestNoAmnesia(t *testing.T) {
 				// ask Redis at once when the open time ends, and a replica
 				// whose answer waited for a CPU longer would decide on its
 				// own, probe included. A stopped Redis is refused at once.
-				o, err := redisstore.ClientOptions(srv.URL(), time.Second)
-				if err != nil {
-					t.Fatal(err)
-				}
-				c := redis.NewClient(o)
-				t.Cleanup(func() { _ = c.Close() })
+				c := serverClient(t, srv, time.Second)
 				st := newStores(t, c, redisstore.Options{Prefix: "agg:", Timeout: time.Second,
 					HealthInterval: 10 * time.Millisecond, StableFor: 200 * time.Millisecond})
 				set := breaker.NewSet(st.Breakers, breaker.Options{Events: st.Events})
@@ -144,12 +139,7 @@ func TestPauseSurvivesFlushAll(t *testing.T) {
 	ctx := context.Background()
 	var lims []*ratelimit.Limiter
 	for range 2 {
-		o, err := redisstore.ClientOptions(srv.URL(), time.Second)
-		if err != nil {
-			t.Fatal(err)
-		}
-		c := redis.NewClient(o)
-		t.Cleanup(func() { _ = c.Close() })
+		c := serverClient(t, srv, time.Second)
 		st := newStores(t, c, redisstore.Options{Prefix: "agg:", Timeout: time.Second})
 		lim := ratelimit.New(st.Limits, nil)
 		lim.OnStoreError = func(err error) { t.Errorf("store error: %v", err) }

@@ -69,12 +69,7 @@ func equalBools(a, b []bool) bool {
 func TestRedisDownAndBack(t *testing.T) {
 	t.Parallel()
 	srv := redistest.StartServer(t)
-	o, err := redisstore.ClientOptions(srv.URL(), 50*time.Millisecond)
-	if err != nil {
-		t.Fatal(err)
-	}
-	client := redis.NewClient(o)
-	t.Cleanup(func() { _ = client.Close() })
+	client := serverClient(t, srv, 50*time.Millisecond)
 	var seen changes
 	var logs logBuffer
 	st := newStores(t, client, redisstore.Options{
@@ -268,12 +263,7 @@ func storeEvents(events []breaker.Event) []string {
 func TestNoFlapping(t *testing.T) {
 	t.Parallel()
 	srv := redistest.StartServer(t)
-	o, err := redisstore.ClientOptions(srv.URL(), 50*time.Millisecond)
-	if err != nil {
-		t.Fatal(err)
-	}
-	client := redis.NewClient(o)
-	t.Cleanup(func() { _ = client.Close() })
+	client := serverClient(t, srv, 50*time.Millisecond)
 	var failed failures
 	client.AddHook(&failed)
 	var seen changes
@@ -399,12 +389,7 @@ func TestHealthBackoff(t *testing.T) {
 func TestDegradedKeepsOpenBreaker(t *testing.T) {
 	t.Parallel()
 	srv := redistest.StartServer(t)
-	o, err := redisstore.ClientOptions(srv.URL(), 50*time.Millisecond)
-	if err != nil {
-		t.Fatal(err)
-	}
-	client := redis.NewClient(o)
-	t.Cleanup(func() { _ = client.Close() })
+	client := serverClient(t, srv, 50*time.Millisecond)
 	st := newStores(t, client, redisstore.Options{Prefix: "agg:", StableFor: time.Hour})
 	s := breakertest.Settings()
 	s.ConsecutiveFailures, s.OpenFor = 3, 3*time.Second
@@ -549,12 +534,7 @@ func TestAdminActionsReachTheFleet(t *testing.T) {
 func TestLostScriptsCountOnce(t *testing.T) {
 	t.Parallel()
 	srv := redistest.StartServer(t)
-	o, err := redisstore.ClientOptions(srv.URL(), time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	client := redis.NewClient(o)
-	t.Cleanup(func() { _ = client.Close() })
+	client := serverClient(t, srv, time.Second)
 	ctx := context.Background()
 	clock := breakertest.NewClock()
 	logger, log := newLog()

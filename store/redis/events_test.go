@@ -6,8 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/multas/aggregator"
 	"github.com/multas/aggregator/breaker"
 	"github.com/multas/aggregator/breaker/breakertest"
@@ -100,12 +98,7 @@ func TestEventLogFailureDegrades(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			srv := redistest.StartServer(t)
-			o, err := redisstore.ClientOptions(srv.URL(), 200*time.Millisecond)
-			if err != nil {
-				t.Fatal(err)
-			}
-			client := redis.NewClient(o)
-			t.Cleanup(func() { _ = client.Close() })
+			client := serverClient(t, srv, 200*time.Millisecond)
 			st := newStores(t, client, redisstore.Options{Prefix: "agg:", Timeout: 200 * time.Millisecond, StableFor: time.Hour})
 			if err := st.Ping(context.Background()); err != nil {
 				t.Fatalf("Ping: %v", err)

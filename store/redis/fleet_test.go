@@ -376,6 +376,19 @@ func waitListening(t *testing.T, rs ...*replica) {
 	}
 }
 
+// serverClient is a client of srv as the stores want it (ClientOptions),
+// closed when the test ends.
+func serverClient(t *testing.T, srv *redistest.Server, timeout time.Duration) *redis.Client {
+	t.Helper()
+	o, err := redisstore.ClientOptions(srv.URL(), timeout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := redis.NewClient(o)
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
 // freePort returns a TCP port nothing listens on (see redistest.FreePorts).
 func freePort(t *testing.T) int { return redistest.FreePorts(t, 1, 0)[0] }
 
