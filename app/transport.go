@@ -32,11 +32,11 @@ var ErrNotReplayed = errors.New("connection lost after the request was sent (not
 // anything is written on it, and the round trip ends with ErrNotReplayed,
 // which the call reports as a connection failure. A retry after a write
 // that put nothing on the wire (the server had closed an idle connection)
-// is not a replay and goes ahead, as the transport intends; so that a
-// connection the server closed while idle is one, NoReplay closes it before
-// the transport writes on it, should the transport not have noticed the
-// close yet (closedWhileIdle: on a busy machine its read loop may not have
-// run). HTTP/2
+// is not a replay and goes ahead, as the transport intends. A pooled
+// connection the server closed while idle, and the transport has not
+// noticed yet (on a busy machine its read loop may not have run), is closed
+// before anything is written on it (closedWhileIdle), so that its retry is
+// one of those. HTTP/2
 // connections are left alone: an HTTP/2 transport retries only requests
 // the server reports it did not process (GOAWAY, REFUSED_STREAM), and the
 // connection is shared with other calls.
