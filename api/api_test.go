@@ -76,6 +76,10 @@ var specEndpoints = []endpoint{
 	{"DELETE", "/v1/admin/dlq/{id}", append([]int{204, 404, 408, 413}, admin...)},
 	{"GET", "/v1/admin/readyz", append([]int{200}, admin...)},
 	{"DELETE", "/v1/admin/memory", append([]int{204, 400, 404}, admin...)},
+	// Runtime profiles for operators (issue 23): the admin token, never
+	// overloaded.
+	{"GET", "/debug/pprof", []int{200, 401, 403, 500}},
+	{"GET", "/debug/pprof/{profile}", []int{200, 400, 401, 403, 404, 500}},
 	{"GET", "/problems/{slug}", []int{200, 404, 503}},
 	{"GET", "/", []int{200, 503}},
 	{"GET", "/metrics", []int{200}},
@@ -112,7 +116,7 @@ func TestEveryEndpointOfSpecIsDocumented(t *testing.T) {
 				}
 			}
 		}
-		isAdmin := strings.HasPrefix(e.path, "/v1/admin/")
+		isAdmin := strings.HasPrefix(e.path, "/v1/admin/") || strings.HasPrefix(e.path, "/debug/pprof")
 		isClient := strings.HasPrefix(e.path, "/v1/") && !isAdmin
 		var want []string
 		switch {

@@ -32,7 +32,11 @@ var ErrNotReplayed = errors.New("connection lost after the request was sent (not
 // anything is written on it, and the round trip ends with ErrNotReplayed,
 // which the call reports as a connection failure. A retry after a write
 // that put nothing on the wire (the server had closed an idle connection)
-// is not a replay and goes ahead, as the transport intends. HTTP/2
+// is not a replay and goes ahead, as the transport intends. A pooled
+// connection the server closed while idle, and the transport has not
+// noticed yet (on a busy machine its read loop may not have run), is closed
+// before anything is written on it (closedWhileIdle), so that its retry is
+// one of those. HTTP/2
 // connections are left alone: an HTTP/2 transport retries only requests
 // the server reports it did not process (GOAWAY, REFUSED_STREAM), and the
 // connection is shared with other calls.
@@ -52,7 +56,19 @@ func (t noReplay) RoundTrip(req *http.Request) (*http.Response, error) {
 			}
 		},
 		GotConn: func(info httptrace.GotConnInfo) {
-			if !written.Load() || h2(info) {
+			if h2(info) {
+				return
+			}
+			if !written.Load() {
+				if info.Reused && closedWhileIdle(info.Conn) {
+					// The portal closed it while idle, and the transport
+					// has not noticed yet (its read loop waits for a CPU):
+					// a request written there is lost unread, and its
+					// retry would look like a replay. Closed here, the
+					// write fails with nothing sent, and the transport
+					// takes another connection.
+					_ = info.Conn.Close()
+				}
 				return
 			}
 			// The transport loops back to its context check once the

@@ -71,6 +71,28 @@ func (c *fakeClock) Set(at time.Time) {
 
 func (c *fakeClock) Advance(d time.Duration) { c.Set(c.Now().Add(d)) }
 
+// pending counts the timers not fired yet.
+func (c *fakeClock) pending() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.timers)
+}
+
+// advanceIdle moves clock on by d once m is at rest: no worker running, and
+// its scheduler waiting on a timer of clock. The clock then never runs ahead
+// of a manager that a busy machine slows down.
+func advanceIdle(t *testing.T, m *Manager, clock *fakeClock, d time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for len(m.sem) > 0 || clock.pending() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the manager never came to rest")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	clock.Advance(d)
+}
+
 type fakeTimer struct {
 	c  *fakeClock
 	at time.Time

@@ -264,8 +264,9 @@ func sourceCalls(t *testing.T, e *env, source, op, outcome string) float64 {
 
 // TestOverload: with server.max_in_flight requests being served, the next
 // one is refused at once with 503 overloaded and Retry-After: 1, without
-// reaching a portal; health, readiness and metrics still answer; when the
-// held requests end, the replica serves again.
+// reaching a portal; health, readiness, metrics and, with the admin token,
+// the runtime profiles still answer; when the held requests end, the
+// replica serves again.
 func TestOverload(t *testing.T) {
 	t.Parallel()
 	const maxInFlight = 4
@@ -325,6 +326,14 @@ func TestOverload(t *testing.T) {
 		if resp, body := e.get(path); resp.StatusCode != http.StatusOK {
 			t.Errorf("GET %s while overloaded: got %d %s, want 200", path, resp.StatusCode, body)
 		}
+	}
+	// An overloaded replica is the one an operator profiles (issue 23).
+	admin := http.Header{"Authorization": {"Bearer " + adminToken}}
+	if resp, body := e.do(http.MethodGet, "/debug/pprof/goroutine?debug=1", admin, ""); resp.StatusCode != http.StatusOK {
+		t.Errorf("GET /debug/pprof/goroutine with the admin token while overloaded: got %d %s, want 200", resp.StatusCode, body)
+	}
+	if resp, _ := e.get("/debug/pprof/goroutine"); resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("GET /debug/pprof/goroutine without the token while overloaded: got %d, want 401", resp.StatusCode)
 	}
 
 	release()

@@ -6,18 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
-	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 
 	"github.com/multas/aggregator/app"
 	"github.com/multas/aggregator/config"
@@ -445,69 +440,6 @@ func TestFleetProbeOfKilledReplica(t *testing.T) {
 	}
 }
 
-// redisServer is a redis-server of the test's own, which it stops and
-// starts again on the same port.
-type redisServer struct {
-	t    *testing.T
-	bin  string
-	port int
-	dir  string
-	cmd  *exec.Cmd
-}
-
-// privateRedis starts a redis-server on a free loopback port, without
-// persistence, killed when the test ends. Without the binary the test is
-// skipped, except in CI.
-func privateRedis(t *testing.T) *redisServer {
-	t.Helper()
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("redis-server not installed: %v", err)
-		}
-		t.Skipf("redis-server not installed: %v", err)
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
-	s := &redisServer{t: t, bin: bin, port: port, dir: t.TempDir()}
-	t.Cleanup(s.kill)
-	s.start()
-	return s
-}
-
-func (s *redisServer) url() string { return fmt.Sprintf("redis://127.0.0.1:%d/0", s.port) }
-
-// start runs the server and waits until it answers.
-func (s *redisServer) start() {
-	s.t.Helper()
-	s.cmd = exec.Command(s.bin, "--port", strconv.Itoa(s.port), "--bind", "127.0.0.1",
-		"--save", "", "--appendonly", "no", "--daemonize", "no", "--dir", s.dir)
-	if err := s.cmd.Start(); err != nil {
-		s.t.Fatalf("starting redis-server: %v", err)
-	}
-	c := redis.NewClient(&redis.Options{Addr: fmt.Sprintf("127.0.0.1:%d", s.port), MaxRetries: -1})
-	defer c.Close()
-	eventually(s.t, 5*time.Second, fmt.Sprintf("redis-server answering on port %d", s.port), func() bool {
-		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
-		defer cancel()
-		return c.Ping(ctx).Err() == nil
-	})
-}
-
-// kill stops the server at once (SIGKILL), as a crash would.
-func (s *redisServer) kill() {
-	if s.cmd == nil {
-		return
-	}
-	_ = s.cmd.Process.Kill()
-	_ = s.cmd.Wait()
-	s.cmd = nil
-}
-
 // TestFleetRedisStops: Redis dies in the middle of a load test. No query
 // fails because of it; the replicas say they are degraded, and share their
 // state again once Redis is back.
@@ -517,9 +449,9 @@ func (s *redisServer) kill() {
 // and decides on local state for a while, which the exact fleet-wide counts
 // of the other tests do not allow.
 func TestFleetRedisStops(t *testing.T) {
-	rs := privateRedis(t)
+	rs := redistest.StartServer(t)
 	p := newPortal(t, one("P-1"))
-	fl := fleet(t, 2, fleetYAML(rs.url(), "e2e:", source{id: "p", url: p.URL}))
+	fl := fleet(t, 2, fleetYAML(rs.URL(), "e2e:", source{id: "p", url: p.URL}))
 	for i, e := range fl {
 		if code, st := e.readyz(); code != http.StatusOK || st != "ok" {
 			t.Fatalf("replica %d before the load: /readyz %d %q, want 200 ok", i+1, code, st)
@@ -554,7 +486,7 @@ func TestFleetRedisStops(t *testing.T) {
 	t.Cleanup(halt)
 	time.Sleep(time.Second) // the load runs on shared state
 
-	rs.kill()
+	rs.Kill()
 	for i, e := range fl {
 		eventually(t, 5*time.Second, fmt.Sprintf("replica %d: /readyz degraded", i+1), func() bool {
 			code, st := e.readyz()
@@ -566,7 +498,7 @@ func TestFleetRedisStops(t *testing.T) {
 	}
 	time.Sleep(time.Second) // the load runs on local state
 
-	rs.start()
+	rs.Start()
 	for i, e := range fl {
 		eventually(t, 10*time.Second, fmt.Sprintf("replica %d: /readyz ok", i+1), func() bool {
 			code, st := e.readyz()

@@ -25,20 +25,16 @@ if ! command -v redis-server >/dev/null 2>&1 || ! command -v redis-cli >/dev/nul
   # The packages start system daemons: the tests run their own.
   (service redis-sentinel stop; service redis-server stop) >/dev/null 2>&1 || true
 fi
-# A node listens on its port and on port+10000 (the cluster bus): both free.
-taken() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+# A node listens on its port and on port+10000 (the cluster bus): both free,
+# both below the ephemeral range (ports.sh), neither one another node's.
+. "$(dirname "$0")/ports.sh"
 ports=()
-for _ in $(seq 200); do
-  # Below Linux's ephemeral range (32768+), bus port included, so that no
-  # outgoing connection takes a port between this check and the start.
-  p=$((20000 + RANDOM % 2700))
-  if ! taken "$p" && ! taken $((p + 10000)) && [[ " ${ports[*]} " != *" $p "* ]] &&
-    [[ " ${ports[*]} " != *" $((p + 10000)) "* ]] && [[ " ${ports[*]} " != *" $((p - 10000)) "* ]]; then
-    ports+=("$p")
-  fi
-  [ "${#ports[@]}" -eq 6 ] && break
+used=()
+for _ in $(seq 6); do
+  p=$(free_port 10000 "${used[@]}")
+  ports+=("$p")
+  used+=("$p" $((p + 10000)))
 done
-[ "${#ports[@]}" -eq 6 ] || { echo "no free ports found" >&2; exit 1; }
 addrs=()
 for p in "${ports[@]}"; do
   mkdir -p "$dir/$p"

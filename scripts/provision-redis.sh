@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Starts a throwaway redis-server on a free loopback port (installing Debian's
-# package if it is missing) and prints its URL on stdout. The server is
-# stopped by scripts/stop-redis.sh with the pid file given as $1.
+# package if it is missing) and prints its URL on stdout. Stop it with
+#   kill "$(cat PIDFILE)"
+# where PIDFILE is the file given as $1.
 #   url=$(scripts/provision-redis.sh /tmp/redis.pid)
 set -euo pipefail
 pidfile=${1:?usage: provision-redis.sh PIDFILE}
@@ -12,14 +13,8 @@ if ! command -v redis-server >/dev/null 2>&1; then
   # The package may start a system daemon; we only want our throwaway one.
   (service redis-server stop || pkill -x redis-server || true) >/dev/null 2>&1
 fi
-free_port() {
-  local p
-  for _ in $(seq 50); do
-    p=$((20000 + RANDOM % 20000))
-    if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then echo "$p"; return; fi
-  done
-  echo "no free port found" >&2; return 1
-}
+# Below the ephemeral range: see ports.sh.
+. "$(dirname "$0")/ports.sh"
 port=$(free_port)
 dir=$(mktemp -d)
 redis-server --port "$port" --bind 127.0.0.1 --save "" --appendonly no --daemonize yes \

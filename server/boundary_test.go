@@ -12,8 +12,9 @@ import (
 	"github.com/multas/aggregator/server"
 )
 
-// unknownAdmin are requests under /v1/admin that no admin route serves:
-// unknown paths, and known ones with a method they do not take.
+// unknownAdmin are requests under /v1/admin (and /debug/pprof) that no
+// admin route serves: unknown paths, and known ones with a method they do
+// not take.
 var unknownAdmin = []struct {
 	method, path string
 	known        bool // the path exists with another method: 405 once authenticated
@@ -29,6 +30,9 @@ var unknownAdmin = []struct {
 	{http.MethodDelete, "/v1/admin/breakers", true},
 	{http.MethodGet, "/v1/admin/breakers/caba/by_domain/reset", true},
 	{http.MethodPut, "/v1/admin/dlq", true},
+	{http.MethodGet, "/debug/pprof/nope", false},
+	{http.MethodGet, "/debug/pprof/heap/x", false},
+	{http.MethodPost, "/debug/pprof/symbol", true},
 }
 
 // Unauthenticated callers cannot map the admin surface (SPEC 9): an unknown

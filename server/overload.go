@@ -16,10 +16,12 @@ const DefaultMaxInFlight = 1024
 // answer is 503 overloaded with Retry-After: 1, at once: one atomic
 // addition decides, before any handler runs. Health, readiness and
 // metrics are neither counted nor refused, so that probes and scrapes see
-// an overloaded replica as it is.
+// an overloaded replica as it is; nor are the profiles of /debug/pprof,
+// which an operator needs most when the replica is overloaded (they take
+// the admin token).
 func (s *Server) limitInFlight(c *gin.Context) {
-	switch c.Request.URL.Path {
-	case "/healthz", "/readyz", "/metrics":
+	switch p := c.Request.URL.Path; {
+	case p == "/healthz", p == "/readyz", p == "/metrics", isPprof(p):
 		c.Next()
 		return
 	}

@@ -57,13 +57,13 @@ func (s *Server) methodNotAllowed(c *gin.Context) {
 	s.failSlug(c, problem.MethodNotAllowed, fmt.Sprintf("%s is not allowed here.", c.Request.Method))
 }
 
-// adminRefused authenticates a request under /v1/admin that no route
-// matched, as the admin routes do: without the admin token it gets the 401
-// (or, with no token configured, the 403) of a known admin route, so that
-// an unauthenticated caller cannot tell which admin paths exist (SPEC 9).
-// It reports whether it answered.
+// adminRefused authenticates a request under /v1/admin (or /debug/pprof)
+// that no route matched, as the admin routes do: without the admin token it
+// gets the 401 (or, with no token configured, the 403) of a known admin
+// route, so that an unauthenticated caller cannot tell which admin paths
+// exist (SPEC 9). It reports whether it answered.
 func (s *Server) adminRefused(c *gin.Context) bool {
-	if !isAdmin(c.Request.URL.Path) {
+	if p := c.Request.URL.Path; !isAdmin(p) && !isPprof(p) {
 		return false
 	}
 	// The router has set Allow on a known path: it would tell the path exists.

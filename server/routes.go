@@ -28,6 +28,13 @@ func (s *Server) routes() {
 	admin.GET("/readyz", s.adminReadyz)
 	admin.DELETE("/memory", s.forgetMemory)
 
+	// Runtime profiles for operators (pprof.go): the admin token, like
+	// /v1/admin, and not counted toward max_in_flight (overload.go).
+	debug := r.Group(pprofPrefix, s.adminAuth)
+	debug.GET("", s.pprofIndex)
+	debug.GET("/", s.pprofIndex) // where net/http/pprof has its index
+	debug.GET("/:profile", s.pprofProfile)
+
 	r.GET("/problems/:slug", s.problemPage)
 	r.GET("/healthz", s.healthz)
 	r.GET("/readyz", s.unlessDraining, s.readyz)

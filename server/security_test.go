@@ -22,7 +22,9 @@ import (
 
 // The security checks of docs/security.md that belong to the HTTP server.
 
-// adminRoutes is every route of /v1/admin, with a path that exists.
+// adminRoutes is every route of /v1/admin, with a path that exists, and
+// the profiles of /debug/pprof (but the CPU profile and the trace, which
+// take a second or more: TestPprofForOperators).
 var adminRoutes = []struct{ method, path string }{
 	{http.MethodGet, "/v1/admin/breakers"},
 	{http.MethodPost, "/v1/admin/breakers/caba/by_domain/reset"},
@@ -33,6 +35,11 @@ var adminRoutes = []struct{ method, path string }{
 	{http.MethodPost, "/v1/admin/dlq/d_1/redeliver"},
 	{http.MethodDelete, "/v1/admin/dlq/d_1"},
 	{http.MethodGet, "/v1/admin/readyz"},
+	{http.MethodGet, "/debug/pprof"},
+	{http.MethodGet, "/debug/pprof/"},
+	{http.MethodGet, "/debug/pprof/heap"},
+	{http.MethodGet, "/debug/pprof/goroutine?debug=1"},
+	{http.MethodGet, "/debug/pprof/cmdline"},
 }
 
 // Every admin route is closed (403) without a configured token, whatever

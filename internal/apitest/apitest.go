@@ -27,10 +27,10 @@
 // Two answers need no operation of their own: a 404 for a path the document
 // does not have, and a 405 for a path it has with another method. Both must
 // be application/problem+json matching the Problem schema, and a 405 must
-// carry an Allow header. Under /v1/admin/ such a request may instead get
-// the 401 (with a Bearer challenge) or 403 of the admin routes, and any
-// request may get the 503 overloaded (with Retry-After), as the document's
-// description says.
+// carry an Allow header. Under /v1/admin/ and /debug/pprof/ such a request
+// may instead get the 401 (with a Bearer challenge) or 403 of the admin
+// routes, and any request may get the 503 overloaded (with Retry-After), as
+// the document's description says.
 //
 // The request is only used to find the operation, by method and path alone:
 // its host, scheme and query do not matter, and it is not itself validated,
@@ -203,7 +203,8 @@ func (v *Validator) check(req *http.Request, status int, header http.Header, bod
 // another method. Both are problems.
 func (v *Validator) checkUnrouted(method string, u *url.URL, status int, header http.Header, body []byte) error {
 	known := v.pathKnown(u)
-	admin := u.Path == "/v1/admin" || strings.HasPrefix(u.Path, "/v1/admin/")
+	admin := u.Path == "/v1/admin" || strings.HasPrefix(u.Path, "/v1/admin/") ||
+		u.Path == "/debug/pprof" || strings.HasPrefix(u.Path, "/debug/pprof/")
 	switch {
 	case admin && status == http.StatusUnauthorized:
 		if !strings.HasPrefix(header.Get("WWW-Authenticate"), "Bearer") {

@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -101,7 +100,7 @@ func StartCluster(t testing.TB) *Cluster {
 	c := &Cluster{t: t, nodes: map[string]*exec.Cmd{}}
 	t.Cleanup(c.stop)
 	dir := t.TempDir()
-	for _, port := range clusterPorts(t, 6) {
+	for _, port := range FreePorts(t, 6, 10000) { // with their cluster bus ports
 		addr := "127.0.0.1:" + strconv.Itoa(port)
 		nd := filepath.Join(dir, strconv.Itoa(port))
 		if err := os.Mkdir(nd, 0o700); err != nil {
@@ -126,36 +125,6 @@ func StartCluster(t testing.TB) *Cluster {
 	}
 	c.WaitHealthy()
 	return c
-}
-
-// clusterPorts finds n ports free together with their cluster bus ports
-// (port+10000).
-func clusterPorts(t testing.TB, n int) []int {
-	t.Helper()
-	var ports []int
-	used := map[int]bool{}
-	for tries := 0; len(ports) < n && tries < 500; tries++ {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		p := l.Addr().(*net.TCPAddr).Port
-		_ = l.Close()
-		if p+10000 > 65535 || used[p] || used[p+10000] {
-			continue
-		}
-		bus, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p+10000))
-		if err != nil {
-			continue
-		}
-		_ = bus.Close()
-		used[p], used[p+10000] = true, true
-		ports = append(ports, p)
-	}
-	if len(ports) < n {
-		t.Fatal("no free ports for a Redis Cluster")
-	}
-	return ports
 }
 
 func waitPing(t testing.TB, addr string) {

@@ -42,7 +42,7 @@ func StartSentinel(t testing.TB) *Sentinel {
 	s := &Sentinel{t: t}
 	t.Cleanup(s.stop)
 	dir := t.TempDir()
-	ports := clusterPorts(t, 3)
+	ports := FreePorts(t, 3, 0)
 	start := func(bin string, args ...string) *exec.Cmd {
 		cmd := exec.Command(bin, args...)
 		if err := cmd.Start(); err != nil {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/multas/aggregator/breaker"
 	"github.com/multas/aggregator/breaker/breakertest"
+	"github.com/multas/aggregator/internal/redistest"
 	"github.com/multas/aggregator/ratelimit"
 	redisstore "github.com/multas/aggregator/store/redis"
 )
@@ -25,20 +26,18 @@ func TestNoAmnesia(t *testing.T) {
 	for _, loss := range []string{"FLUSHALL", "restart"} {
 		t.Run(loss, func(t *testing.T) {
 			t.Parallel()
-			port := freePort(t)
-			srv := startRedis(t, port)
+			srv := redistest.StartServer(t)
 			s := breakertest.Settings()
 			s.ConsecutiveFailures, s.OpenFor, s.ProbeLease = 3, 3*time.Second, 10*time.Second
 			var sets []*breaker.Set
 			var stores []*redisstore.Stores
 			for range 3 {
-				o, err := redisstore.ClientOptions(srv.url(), 200*time.Millisecond)
-				if err != nil {
-					t.Fatal(err)
-				}
-				c := redis.NewClient(o)
-				t.Cleanup(func() { _ = c.Close() })
-				st := newStores(t, c, redisstore.Options{Prefix: "agg:", Timeout: 200 * time.Millisecond,
+				// Timeouts a loaded machine keeps to: 30 callers a replica
+				// ask Redis at once when the open time ends, and a replica
+				// whose answer waited for a CPU longer would decide on its
+				// own, probe included. A stopped Redis is refused at once.
+				c := serverClient(t, srv, time.Second)
+				st := newStores(t, c, redisstore.Options{Prefix: "agg:", Timeout: time.Second,
 					HealthInterval: 10 * time.Millisecond, StableFor: 200 * time.Millisecond})
 				set := breaker.NewSet(st.Breakers, breaker.Options{Events: st.Events})
 				set.Add(caba, "caba", s)
@@ -65,14 +64,14 @@ func TestNoAmnesia(t *testing.T) {
 
 			switch loss {
 			case "FLUSHALL":
-				c := redis.NewClient(&redis.Options{Addr: srv.addr()})
+				c := redis.NewClient(&redis.Options{Addr: srv.Addr()})
 				if err := c.FlushAll(ctx).Err(); err != nil {
 					t.Fatal(err)
 				}
 				_ = c.Close()
 			case "restart":
-				srv.stop()
-				startRedis(t, port)
+				srv.Stop()
+				srv.Start()
 				// The replicas find out, decide locally meanwhile, and come
 				// back once Redis has answered steadily.
 				deadline := time.Now().Add(5 * time.Second)
@@ -136,16 +135,11 @@ func TestNoAmnesia(t *testing.T) {
 // back when it reads it again, and the others see it.
 func TestPauseSurvivesFlushAll(t *testing.T) {
 	t.Parallel()
-	srv := startRedis(t, freePort(t))
+	srv := redistest.StartServer(t)
 	ctx := context.Background()
 	var lims []*ratelimit.Limiter
 	for range 2 {
-		o, err := redisstore.ClientOptions(srv.url(), time.Second)
-		if err != nil {
-			t.Fatal(err)
-		}
-		c := redis.NewClient(o)
-		t.Cleanup(func() { _ = c.Close() })
+		c := serverClient(t, srv, time.Second)
 		st := newStores(t, c, redisstore.Options{Prefix: "agg:", Timeout: time.Second})
 		lim := ratelimit.New(st.Limits, nil)
 		lim.OnStoreError = func(err error) { t.Errorf("store error: %v", err) }
@@ -153,7 +147,7 @@ func TestPauseSurvivesFlushAll(t *testing.T) {
 		lims = append(lims, lim)
 	}
 	lims[0].Pause(ctx, "caba", time.Minute)
-	c := redis.NewClient(&redis.Options{Addr: srv.addr()})
+	c := redis.NewClient(&redis.Options{Addr: srv.Addr()})
 	defer c.Close()
 	if err := c.FlushAll(ctx).Err(); err != nil {
 		t.Fatal(err)

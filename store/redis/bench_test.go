@@ -30,6 +30,12 @@ func benchStores(b *testing.B) *redisstore.Stores {
 	client := redis.NewClient(o)
 	b.Cleanup(func() { _ = client.Close() })
 	st := newStores(b, client, redisstore.Options{Prefix: testPrefix(b, c), Timeout: time.Second})
+	// Until it listens, a replica asks Redis on every decision.
+	for deadline := time.Now().Add(10 * time.Second); !st.Listening(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			b.Fatal("the store never listened to its invalidation channel")
+		}
+	}
 	b.Cleanup(func() {
 		if st.Degraded() {
 			b.Error("the store degraded: these numbers are the local store's")

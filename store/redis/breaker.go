@@ -32,11 +32,13 @@ var (
 // by the changes the scripts publish, by the replies of its own scripts and
 // by a read of every breaker each RefreshInterval. While the view says
 // closed, a call costs no round trip (SPEC 11, "Cost"): Allow decides from
-// the view, and Done adds the verdict to the breaker's pending counts,
-// which the replica sends every FlushInterval, every breaker's in one
-// pipelined round trip (counts without a failure wait up to ten
-// intervals: successes never trip a breaker). The trip is decided in Redis, on the fleet's
-// counts, by the flush that reaches it, which publishes the open; a
+// the view (while the replica hears the changes others publish, see
+// Stores.Listening; otherwise it asks Redis), and Done adds the verdict to
+// the breaker's pending counts, which the replica sends every
+// FlushInterval, every breaker's in one pipelined round trip (counts
+// without a failure wait up to ten intervals: successes never trip a
+// breaker). The trip is decided in Redis, on the fleet's counts, by the
+// flush that reaches it, which publishes the open; a
 // replica whose own counts would trip the breaker flushes at once.
 // Everything else is exact fleet-wide and goes to Redis when it happens:
 // the probe of a half-open breaker (one in the fleet), its verdict,
@@ -153,7 +155,8 @@ func (b *BreakerStore) Allow(ctx context.Context, id breaker.ID, s breaker.Setti
 	e := b.entry(id)
 	e.mu.Lock()
 	e.configure(s, b.st.channel)
-	if p, err, ok := e.decide(s, now); ok {
+	// The view decides only while it hears what other replicas change.
+	if p, err, ok := e.decide(s, now); ok && b.st.Listening() {
 		e.mu.Unlock()
 		return p, nil, err
 	}

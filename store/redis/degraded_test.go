@@ -7,9 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"os"
-	"os/exec"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -21,67 +18,10 @@ import (
 
 	"github.com/multas/aggregator/breaker"
 	"github.com/multas/aggregator/breaker/breakertest"
+	"github.com/multas/aggregator/internal/redistest"
 	"github.com/multas/aggregator/ratelimit"
 	redisstore "github.com/multas/aggregator/store/redis"
 )
-
-// server is a redis-server of the test's own, which it can stop.
-type server struct {
-	t    *testing.T
-	port int
-	cmd  *exec.Cmd
-}
-
-// startRedis starts redis-server on port, without persistence.
-func startRedis(t *testing.T, port int) *server {
-	t.Helper()
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("redis-server not installed: %v", err)
-		}
-		t.Skipf("redis-server not installed: %v", err)
-	}
-	cmd := exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1",
-		"--save", "", "--appendonly", "no", "--dir", t.TempDir())
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	s := &server{t: t, port: port, cmd: cmd}
-	t.Cleanup(s.stop)
-	c := redis.NewClient(&redis.Options{Addr: s.addr()})
-	defer c.Close()
-	deadline := time.Now().Add(5 * time.Second)
-	for c.Ping(context.Background()).Err() != nil {
-		if time.Now().After(deadline) {
-			t.Fatalf("redis-server on port %d never answered", port)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	return s
-}
-
-func (s *server) addr() string { return fmt.Sprintf("127.0.0.1:%d", s.port) }
-func (s *server) url() string  { return "redis://" + s.addr() + "/0" }
-
-// stop shuts the server down and waits until it is gone.
-func (s *server) stop() {
-	if s.cmd == nil {
-		return
-	}
-	c := redis.NewClient(&redis.Options{Addr: s.addr()})
-	_ = c.Shutdown(context.Background()).Err() // the connection drops: an error
-	_ = c.Close()
-	done := make(chan struct{})
-	go func() { _ = s.cmd.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(5 * time.Second):
-		_ = s.cmd.Process.Kill()
-		<-done
-	}
-	s.cmd = nil
-}
 
 // changes records the calls of OnDegraded.
 type changes struct {
@@ -128,14 +68,8 @@ func equalBools(a, b []bool) bool {
 // back.
 func TestRedisDownAndBack(t *testing.T) {
 	t.Parallel()
-	port := freePort(t)
-	srv := startRedis(t, port)
-	o, err := redisstore.ClientOptions(srv.url(), 50*time.Millisecond)
-	if err != nil {
-		t.Fatal(err)
-	}
-	client := redis.NewClient(o)
-	t.Cleanup(func() { _ = client.Close() })
+	srv := redistest.StartServer(t)
+	client := serverClient(t, srv, 50*time.Millisecond)
 	var seen changes
 	var logs logBuffer
 	st := newStores(t, client, redisstore.Options{
@@ -167,7 +101,7 @@ func TestRedisDownAndBack(t *testing.T) {
 		t.Fatalf("Ping: %v", err)
 	}
 
-	srv.stop()
+	srv.Stop()
 	for i := range 50 {
 		if !call(t, set, succeed) {
 			t.Fatalf("call %d refused with Redis down", i)
@@ -206,7 +140,7 @@ func TestRedisDownAndBack(t *testing.T) {
 		t.Errorf("events while degraded = %+v, want the local trip", ev)
 	}
 
-	startRedis(t, port) // empty: no persistence
+	srv.Start() // empty: no persistence
 	deadline := time.Now().Add(10 * time.Second)
 	for st.Degraded() {
 		if time.Now().After(deadline) {
@@ -225,7 +159,7 @@ func TestRedisDownAndBack(t *testing.T) {
 	}
 
 	// Shared again: another replica's forced open holds here.
-	o2, _ := redisstore.ClientOptions(srv.url(), time.Second)
+	o2, _ := redisstore.ClientOptions(srv.URL(), time.Second)
 	client2 := redis.NewClient(o2)
 	t.Cleanup(func() { _ = client2.Close() })
 	st2 := newStores(t, client2, redisstore.Options{Prefix: "agg:"})
@@ -328,14 +262,10 @@ func storeEvents(events []breaker.Event) []string {
 // back; each is a store event of the shared log.
 func TestNoFlapping(t *testing.T) {
 	t.Parallel()
-	port := freePort(t)
-	srv := startRedis(t, port)
-	o, err := redisstore.ClientOptions(srv.url(), 50*time.Millisecond)
-	if err != nil {
-		t.Fatal(err)
-	}
-	client := redis.NewClient(o)
-	t.Cleanup(func() { _ = client.Close() })
+	srv := redistest.StartServer(t)
+	client := serverClient(t, srv, 50*time.Millisecond)
+	var failed failures
+	client.AddHook(&failed)
 	var seen changes
 	const stable = 600 * time.Millisecond
 	st := newStores(t, client, redisstore.Options{
@@ -346,20 +276,26 @@ func TestNoFlapping(t *testing.T) {
 	set.Add(caba, "caba", breakertest.Settings())
 	call(t, set, succeed)
 
-	srv.stop()
-	call(t, set, succeed)
+	srv.Stop()
+	_ = st.Ping(context.Background()) // a call decided from the view would not notice
 	if !st.Degraded() {
 		t.Fatal("not degraded with Redis stopped")
 	}
-	// Back for a moment, gone again, then back for good.
-	srv = startRedis(t, port)
+	// Back for a moment, gone again (until a check of the store has seen
+	// it gone: checks are StableFor/5 apart), then back for good.
+	srv.Start()
 	time.Sleep(stable / 3)
-	srv.stop()
-	time.Sleep(100 * time.Millisecond)
+	before := failed.n.Load()
+	srv.Stop()
+	for deadline := time.Now().Add(10 * time.Second); failed.n.Load() == before; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("no check of the store failed in 10s with Redis stopped")
+		}
+	}
 	if !st.Degraded() {
 		t.Fatal("the stores came back while Redis answered for less than StableFor")
 	}
-	startRedis(t, port)
+	srv.Start()
 	back := time.Now()
 	deadline := back.Add(10 * time.Second)
 	for st.Degraded() {
@@ -376,6 +312,31 @@ func TestNoFlapping(t *testing.T) {
 	}
 	if got := storeEvents(st.Events.Latest(100)); fmt.Sprint(got) != "[shared→local local→shared]" {
 		t.Errorf("store events in the shared log = %v, want [shared→local local→shared]", got)
+	}
+}
+
+// failures counts the calls of a client that failed.
+type failures struct{ n atomic.Int64 }
+
+func (f *failures) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (f *failures) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		if err != nil && !errors.Is(err, redis.Nil) {
+			f.n.Add(1)
+		}
+		return err
+	}
+}
+
+func (f *failures) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		err := next(ctx, cmds)
+		if err != nil && !errors.Is(err, redis.Nil) {
+			f.n.Add(1)
+		}
+		return err
 	}
 }
 
@@ -427,14 +388,8 @@ func TestHealthBackoff(t *testing.T) {
 // probe goes, not a fresh closed breaker's worth of calls.
 func TestDegradedKeepsOpenBreaker(t *testing.T) {
 	t.Parallel()
-	port := freePort(t)
-	srv := startRedis(t, port)
-	o, err := redisstore.ClientOptions(srv.url(), 50*time.Millisecond)
-	if err != nil {
-		t.Fatal(err)
-	}
-	client := redis.NewClient(o)
-	t.Cleanup(func() { _ = client.Close() })
+	srv := redistest.StartServer(t)
+	client := serverClient(t, srv, 50*time.Millisecond)
 	st := newStores(t, client, redisstore.Options{Prefix: "agg:", StableFor: time.Hour})
 	s := breakertest.Settings()
 	s.ConsecutiveFailures, s.OpenFor = 3, 3*time.Second
@@ -446,7 +401,7 @@ func TestDegradedKeepsOpenBreaker(t *testing.T) {
 	if got := state(t, set); got != breaker.Open {
 		t.Fatalf("state = %s, want open", got)
 	}
-	srv.stop()
+	srv.Stop()
 	_ = st.Ping(context.Background())
 	if !st.Degraded() {
 		t.Fatal("not degraded with Redis stopped")
@@ -476,10 +431,9 @@ func TestDegradedKeepsOpenBreaker(t *testing.T) {
 // Redis returns, so the other replicas stop skipping the portal.
 func TestAdminActionsReachTheFleet(t *testing.T) {
 	t.Parallel()
-	port := freePort(t)
-	srv := startRedis(t, port)
+	srv := redistest.StartServer(t)
 	// Timeouts a loaded machine keeps to: Redis stopped is refused at once.
-	o, err := redisstore.ClientOptions(srv.url(), time.Second)
+	o, err := redisstore.ClientOptions(srv.URL(), time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -508,12 +462,12 @@ func TestAdminActionsReachTheFleet(t *testing.T) {
 	trip()
 
 	// Redis goes away and comes back; a stays on local state.
-	srv.stop()
+	srv.Stop()
 	_ = stA.Ping(ctx)
 	if !stA.Degraded() {
 		t.Fatal("not degraded with Redis stopped")
 	}
-	srv = startRedis(t, port)
+	srv.Start()
 	if err := a.Reset(ctx, caba); err != nil {
 		t.Fatal(err)
 	}
@@ -548,7 +502,7 @@ func TestAdminActionsReachTheFleet(t *testing.T) {
 		}
 	}
 	trip2()
-	srv.stop()
+	srv.Stop()
 	_ = stB.Ping(ctx)
 	if !stB.Degraded() {
 		t.Fatal("b not degraded with Redis stopped")
@@ -556,7 +510,7 @@ func TestAdminActionsReachTheFleet(t *testing.T) {
 	if err := b.Reset(ctx, caba); err != nil {
 		t.Fatal(err)
 	}
-	startRedis(t, port) // stopped when the test ends
+	srv.Start() // stopped when the test ends
 	deadline = time.Now().Add(10 * time.Second)
 	for {
 		if !stB.Degraded() {
@@ -579,13 +533,8 @@ func TestAdminActionsReachTheFleet(t *testing.T) {
 // run twice would count its calls twice, and trip the breaker early.
 func TestLostScriptsCountOnce(t *testing.T) {
 	t.Parallel()
-	srv := startRedis(t, freePort(t))
-	o, err := redisstore.ClientOptions(srv.url(), time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	client := redis.NewClient(o)
-	t.Cleanup(func() { _ = client.Close() })
+	srv := redistest.StartServer(t)
+	client := serverClient(t, srv, time.Second)
 	ctx := context.Background()
 	clock := breakertest.NewClock()
 	logger, log := newLog()

@@ -96,19 +96,29 @@ func (l *EventLog) Append(e breaker.Event) {
 }
 
 // flush sends the pending events to Redis, and reports whether it could.
+// A failure degrades the stores once l.mu is released: degrading appends
+// a store event, and Append takes l.mu.
 func (l *EventLog) flush(ctx context.Context) bool {
+	if err := l.send(ctx); err != nil {
+		l.st.failed(ctx, err)
+		return false
+	}
+	return true
+}
+
+// send is flush's work, under l.mu.
+func (l *EventLog) send(ctx context.Context) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if len(l.pending) == 0 {
-		return true
+		return nil
 	}
 	args := append([]any{EventLogSize, 0}, l.pending...)
 	cctx, cancel := l.st.callCtx(ctx)
 	found, err := appendScript.Run(cctx, l.st.client, []string{l.key}, args...).Int()
 	cancel()
 	if err != nil {
-		l.st.failed(ctx, err)
-		return false
+		return err
 	}
 	if found == 2 {
 		l.st.bad.Unreadable(l.key, "", true)
@@ -119,9 +129,9 @@ func (l *EventLog) flush(ctx context.Context) bool {
 
 // flushHistories sends the pending transitions to their breakers'
 // histories, in one pipelined round trip; l.mu must be held.
-func (l *EventLog) flushHistories(ctx context.Context) bool {
+func (l *EventLog) flushHistories(ctx context.Context) error {
 	if len(l.histories) == 0 {
-		return true
+		return nil
 	}
 	cctx, cancel := l.st.callCtx(ctx)
 	defer cancel()
@@ -140,8 +150,7 @@ func (l *EventLog) flushHistories(ctx context.Context) bool {
 	for hk, cmd := range cmds {
 		found, err := cmd.Int()
 		if err != nil {
-			l.st.failed(ctx, err)
-			return false
+			return err
 		}
 		if found == 2 {
 			l.st.bad.Unreadable(hk, "", true)
@@ -149,7 +158,7 @@ func (l *EventLog) flushHistories(ctx context.Context) bool {
 		delete(l.histories, hk)
 	}
 	l.oldest = time.Time{}
-	return true
+	return nil
 }
 
 // Since implements breaker.EventLog.
@@ -241,10 +250,19 @@ func (l *EventLog) Begin(ctx context.Context) { l.began(ctx) }
 // history of a breaker without transitions does not claim a day of one
 // state that nobody saw. Zero when Redis cannot tell.
 func (l *EventLog) began(ctx context.Context) time.Time {
+	t, err := l.readBegan(ctx)
+	if err != nil {
+		l.st.failed(ctx, err) // once l.mu is released, as flush
+	}
+	return t
+}
+
+// readBegan is began's work, under l.mu.
+func (l *EventLog) readBegan(ctx context.Context) (time.Time, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if !l.begunAt.IsZero() && time.Since(l.begunAt) < begunFor {
-		return l.begun
+		return l.begun, nil
 	}
 	key := l.beganKey()
 	cctx, cancel := l.st.callCtx(ctx)
@@ -253,24 +271,22 @@ func (l *EventLog) began(ctx context.Context) time.Time {
 	for range 2 {
 		v, found, err := l.st.get(cctx, key)
 		if err != nil {
-			l.st.failed(ctx, err)
-			return time.Time{}
+			return time.Time{}, err
 		}
 		if found {
 			us, err := strconv.ParseInt(v, 10, 64)
 			if err == nil && us > 0 && us <= now.Add(skew).UnixMicro() {
 				l.begun, l.begunAt = time.UnixMicro(us), now
-				return l.begun
+				return l.begun, nil
 			}
 			l.st.bad.Unreadable(key, "", true)
 			l.st.client.Del(cctx, key)
 		}
 		if err := l.st.client.SetNX(cctx, key, now.UnixMicro(), 0).Err(); err != nil {
-			l.st.failed(ctx, err)
-			return time.Time{}
+			return time.Time{}, err
 		}
 	}
-	return time.Time{}
+	return time.Time{}, nil
 }
 
 // read returns the entries from..to of the shared log, oldest first (by

@@ -1,12 +1,15 @@
 package redisstore_test
 
 import (
+	"context"
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/multas/aggregator"
 	"github.com/multas/aggregator/breaker"
 	"github.com/multas/aggregator/breaker/breakertest"
+	"github.com/multas/aggregator/internal/redistest"
 	redisstore "github.com/multas/aggregator/store/redis"
 )
 
@@ -73,5 +76,54 @@ func TestEventLogHistoryShared(t *testing.T) {
 	got, from := b.Events.History(id, t0.Add(-time.Hour))
 	if len(got) != 1 || got[0].To != breaker.Open || !from.Equal(t0) {
 		t.Errorf("another replica's History = %+v from %v, want the transition, complete from it (the histories began then)", got, from)
+	}
+}
+
+// TestEventLogFailureDegrades: Redis failing while the shared log sends (an
+// append, the start of the histories) degrades the stores, and degrading
+// appends a store event to that very log. It used to wait for the lock the
+// failing send held: the log, and every breaker transition of the replica
+// after it, blocked for ever (chaos/TestChaos/redis under load).
+func TestEventLogFailureDegrades(t *testing.T) {
+	t.Parallel()
+	trip := breaker.Event{BreakerKey: "caba", Operation: aggregator.ByDomain, From: breaker.Closed, To: breaker.Open, Reason: "3 failures"}
+	for _, tt := range []struct {
+		name string
+		do   func(*redisstore.Stores)
+		want []string // the log, oldest first
+	}{
+		{"append", func(st *redisstore.Stores) { st.Events.Append(trip) }, []string{"closed→open", "shared→local"}},
+		{"begin", func(st *redisstore.Stores) { st.Events.Begin(context.Background()) }, []string{"shared→local"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			srv := redistest.StartServer(t)
+			client := serverClient(t, srv, 200*time.Millisecond)
+			st := newStores(t, client, redisstore.Options{Prefix: "agg:", Timeout: 200 * time.Millisecond, StableFor: time.Hour})
+			if err := st.Ping(context.Background()); err != nil {
+				t.Fatalf("Ping: %v", err)
+			}
+			srv.Stop()
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				tt.do(st)
+			}()
+			select {
+			case <-done:
+			case <-time.After(10 * time.Second):
+				t.Fatal("the shared log blocked on its own lock when Redis failed")
+			}
+			if !st.Degraded() {
+				t.Error("not degraded after Redis failed")
+			}
+			var got []string
+			for _, e := range st.Events.Latest(10) {
+				got = append(got, string(e.From)+"→"+string(e.To))
+			}
+			if fmt.Sprint(got) != fmt.Sprint(tt.want) {
+				t.Errorf("the log on local state: %v, want %v", got, tt.want)
+			}
+		})
 	}
 }

@@ -3,7 +3,6 @@ package redisstore_test
 import (
 	"context"
 	"errors"
-	"net"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -14,6 +13,7 @@ import (
 	"github.com/multas/aggregator"
 	"github.com/multas/aggregator/breaker"
 	"github.com/multas/aggregator/breaker/breakertest"
+	"github.com/multas/aggregator/internal/redistest"
 	redisstore "github.com/multas/aggregator/store/redis"
 )
 
@@ -58,30 +58,40 @@ type replica struct {
 	prefix   string
 }
 
-// fleet starts n replicas sharing one Redis under one prefix, on clock now.
+// fleet starts n replicas sharing one Redis under one prefix, on clock now,
+// and waits until each listens to the others' changes.
 func fleet(t *testing.T, n int, now func() time.Time, s breaker.Settings, opts redisstore.Options) []*replica {
 	t.Helper()
 	base := testClient(t)
 	opts.Prefix = testPrefix(t, base)
+	rs := make([]*replica, n)
+	for i := range rs {
+		rs[i] = newReplica(t, testURL(), now, s, opts)
+	}
+	waitListening(t, rs...)
+	return rs
+}
+
+// newReplica starts a replica on the Redis at url, with breaker caba of
+// settings s on clock now; calls are bounded by suiteTimeout unless opts
+// say otherwise.
+func newReplica(t *testing.T, url string, now func() time.Time, s breaker.Settings, opts redisstore.Options) *replica {
+	t.Helper()
 	if opts.Timeout == 0 {
 		opts.Timeout = suiteTimeout
 	}
-	rs := make([]*replica, n)
-	for i := range rs {
-		o, err := redisstore.ClientOptions(testURL(), suiteTimeout)
-		if err != nil {
-			t.Fatal(err)
-		}
-		c := redis.NewClient(o)
-		t.Cleanup(func() { _ = c.Close() })
-		cnt := &counter{}
-		c.AddHook(cnt)
-		st := newStores(t, c, opts)
-		set := breaker.NewSet(st.Breakers, breaker.Options{Now: now, Events: st.Events})
-		set.Add(caba, "caba", s)
-		rs[i] = &replica{client: c, stores: st, set: set, commands: cnt, prefix: opts.Prefix}
+	o, err := redisstore.ClientOptions(url, opts.Timeout)
+	if err != nil {
+		t.Fatal(err)
 	}
-	return rs
+	c := redis.NewClient(o)
+	t.Cleanup(func() { _ = c.Close() })
+	cnt := &counter{}
+	c.AddHook(cnt)
+	st := newStores(t, c, opts)
+	set := breaker.NewSet(st.Breakers, breaker.Options{Now: now, Events: st.Events})
+	set.Add(caba, "caba", s)
+	return &replica{client: c, stores: st, set: set, commands: cnt, prefix: opts.Prefix}
 }
 
 // call makes one call through set with report r; false if refused.
@@ -255,7 +265,6 @@ func TestFleetResetSeenAtOnce(t *testing.T) {
 	s.OpenFor = time.Hour
 	s.ConsecutiveFailures = 3
 	rs := fleet(t, 3, time.Now, s, redisstore.Options{})
-	waitSubscribed(t, rs[0], 3)
 	for range 3 {
 		call(t, rs[0].set, fail)
 	}
@@ -322,7 +331,6 @@ func TestSharedSettings(t *testing.T) {
 			}
 		},
 	})
-	waitSubscribed(t, rs[1], 2)
 	s := breakertest.Settings()
 	s.MinCalls = 3
 	s.FailureStatuses = []int{502}
@@ -352,33 +360,37 @@ func TestSharedSettings(t *testing.T) {
 	}
 }
 
-// waitSubscribed waits until n replicas listen on r's invalidation channel.
-func waitSubscribed(t *testing.T, r *replica, n int64) {
+// waitListening waits until each of rs hears the others' changes
+// (Stores.Listening): its subscription confirmed and its views read again
+// since. Until then a replica's decisions ask Redis.
+func waitListening(t *testing.T, rs ...*replica) {
 	t.Helper()
-	channel := r.prefix + "events"
-	deadline := time.Now().Add(2 * time.Second)
-	for {
-		got, err := r.client.PubSubNumSub(context.Background(), channel).Result()
-		if err == nil && got[channel] >= n {
-			return
+	deadline := time.Now().Add(10 * time.Second)
+	for _, r := range rs {
+		for !r.stores.Listening() {
+			if time.Now().After(deadline) {
+				t.Fatal("a replica never listened to its invalidation channel")
+			}
+			time.Sleep(5 * time.Millisecond)
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("the stores never subscribed to their channel")
-		}
-		time.Sleep(5 * time.Millisecond)
 	}
 }
 
-// freePort returns a TCP port nothing listens on.
-func freePort(t *testing.T) int {
+// serverClient is a client of srv as the stores want it (ClientOptions),
+// closed when the test ends.
+func serverClient(t *testing.T, srv *redistest.Server, timeout time.Duration) *redis.Client {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	o, err := redisstore.ClientOptions(srv.URL(), timeout)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	c := redis.NewClient(o)
+	t.Cleanup(func() { _ = c.Close() })
+	return c
 }
+
+// freePort returns a TCP port nothing listens on (see redistest.FreePorts).
+func freePort(t *testing.T) int { return redistest.FreePorts(t, 1, 0)[0] }
 
 // A probe in flight is remembered by the other replicas, and forgotten at
 // once when its neutral verdict frees the slot.
@@ -386,7 +398,6 @@ func TestFleetNeutralProbeFreesTheSlot(t *testing.T) {
 	t.Parallel()
 	clock := breakertest.NewClock()
 	rs := fleet(t, 2, clock.Now, breakertest.Settings(), redisstore.Options{})
-	waitSubscribed(t, rs[0], 2)
 	portalCalls(t, []*breaker.Set{rs[0].set, rs[1].set})
 	clock.Advance(31 * time.Second)
 	probe, err := rs[0].set.Allow(context.Background(), caba)

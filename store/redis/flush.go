@@ -78,8 +78,10 @@ func (s *Stores) pipeline(ctx context.Context, calls []scriptCall) ([][]any, err
 
 // loop sends the pending counts of every breaker each FlushInterval, in one
 // pipelined round trip, and reads every breaker again each RefreshInterval
-// (or when asked: a lost subscription), in the same round trip. Nothing is
-// sent while no call was made and no refresh is due.
+// (or when asked: a (re)subscription), in the same round trip: a read made
+// after the subscription was confirmed makes the views count again
+// (Stores.Listening). Nothing is sent while no call was made and no
+// refresh is due.
 func (b *BreakerStore) loop(ctx context.Context) {
 	defer b.st.done.Done()
 	t := time.NewTicker(b.st.opts.FlushInterval)
@@ -101,7 +103,10 @@ func (b *BreakerStore) loop(ctx context.Context) {
 		if refresh {
 			last = time.Now()
 		}
-		b.sync(ctx, false, refresh)
+		sub := b.st.sub.Load()
+		if b.sync(ctx, false, refresh) && refresh {
+			b.st.readAgain(sub)
+		}
 	}
 }
 

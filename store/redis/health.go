@@ -98,7 +98,10 @@ func (s *Stores) change(d bool, cause error) (breaker.Event, bool) {
 // health waits for the stores to degrade, then checks Redis with
 // exponential backoff and jitter, and returns to shared state only after
 // Redis has answered every check for StableFor (no flapping): checks are
-// then StableFor/5 apart, and one failure starts the count again.
+// then StableFor/5 apart, and one failure starts the count again. It
+// returns only while the invalidation subscription is live, after every
+// breaker was read again since it was confirmed: a replica back on shared
+// state hears every change another replica makes from then on.
 func (s *Stores) health(ctx context.Context) {
 	defer s.done.Done()
 	for {
@@ -123,18 +126,26 @@ func (s *Stores) health(ctx context.Context) {
 			case <-time.After(wait):
 			}
 			err := s.check(ctx)
+			sub := s.sub.Load()
+			if err == nil && sub&1 == 0 {
+				// The subscriber may be waiting out a backoff longer
+				// than the outage: it tries again now.
+				s.wakeSubscriber()
+			}
 			switch {
 			case err != nil:
 				s.reload()
 				since = time.Time{}
 			case since.IsZero():
 				since = time.Now()
-			case time.Since(since) >= s.opts.StableFor:
-				if s.recover(ctx) {
-					s.setDegraded(false, nil)
-				} else {
-					since = time.Time{}
-				}
+			case time.Since(since) < s.opts.StableFor:
+			case sub&1 == 0:
+				// Steady, but deaf to the other replicas: their changes
+				// would not reach the views. Not back before it listens.
+			case !s.recover(ctx):
+				since = time.Time{}
+			case s.readAgain(sub):
+				s.setDegraded(false, nil)
 			}
 		}
 	}
@@ -142,7 +153,8 @@ func (s *Stores) health(ctx context.Context) {
 
 // recover brings shared state up to date before the stores use it again:
 // the events logged meanwhile, and what this replica learned of its
-// breakers (see BreakerStore.reconcile). It reports whether Redis took it.
+// breakers (see BreakerStore.reconcile), read after the subscription was
+// confirmed. It reports whether Redis took it.
 func (s *Stores) recover(ctx context.Context) bool {
 	if !s.Events.flush(ctx) {
 		return false

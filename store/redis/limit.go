@@ -219,7 +219,8 @@ func (l *LimitStore) PausedUntil(ctx context.Context, key string, now time.Time)
 	e := l.entry(key)
 	e.mu.Lock()
 	gen, until := e.gen, e.until
-	known := e.known && (time.Since(e.readAt) < pauseCacheTTL || e.reading)
+	// Remembered only while invalidations are heard (Stores.Listening).
+	known := e.known && (time.Since(e.readAt) < pauseCacheTTL || e.reading) && l.st.Listening()
 	if e.known && !known {
 		// Stale: this caller reads it again; the others meanwhile go
 		// on with what was read (pauses are published as they are set:

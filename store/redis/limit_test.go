@@ -15,7 +15,6 @@ import (
 func TestPauseHoldsForEveryReplica(t *testing.T) {
 	t.Parallel()
 	rs := fleet(t, 3, time.Now, breakertest.Settings(), redisstore.Options{})
-	waitSubscribed(t, rs[0], 3)
 	var lims []*ratelimit.Limiter
 	for _, r := range rs {
 		lim := ratelimit.New(r.stores.Limits, nil)

@@ -198,8 +198,9 @@ func (m *MemoryStore) Forget(ctx context.Context, subject string, hold time.Dura
 }
 
 // SourceGeneration implements memory.Store. It is read from Redis at most
-// once per sourceGenTTL, and at once after another replica's ForgetSource
-// (published on the stores' channel).
+// once per sourceGenTTL while the replica listens to the stores' channel,
+// and at once after another replica's ForgetSource (published on it); on
+// every call while it does not.
 func (m *MemoryStore) SourceGeneration(ctx context.Context, source string) (string, error) {
 	if m.st.Degraded() {
 		return "", ErrDegraded
@@ -208,7 +209,10 @@ func (m *MemoryStore) SourceGeneration(ctx context.Context, source string) (stri
 	g, ok := m.sources[source]
 	inval := m.inval
 	m.mu.Unlock()
-	if ok && time.Since(g.readAt) < sourceGenTTL {
+	// Only a replica that hears the fleet's invalidations may trust what
+	// it read before (a ForgetSource published while it was deaf would be
+	// missed): otherwise every read asks Redis.
+	if ok && time.Since(g.readAt) < sourceGenTTL && m.st.Listening() {
 		return g.gen, nil
 	}
 	key := m.sourceKey(source)

@@ -114,6 +114,14 @@ type Stores struct {
 	mu       sync.Mutex    // serialises changes of degraded and OnDegraded
 	wake     chan struct{} // tells the health check the stores degraded
 
+	// sub is the invalidation subscription: its epoch, bumped at every
+	// confirmation and every loss, times two, plus one while it is live.
+	// synced is the value sub had when every view was last read again:
+	// while the two are equal and the subscription is live, what other
+	// replicas change reaches the views as messages (see Listening).
+	sub, synced atomic.Uint64
+	listen      chan struct{} // tells the subscriber Redis answers again
+
 	stop   context.CancelFunc
 	done   sync.WaitGroup
 	pubsub *redis.PubSub
@@ -154,7 +162,7 @@ func New(client redis.UniversalClient, opts Options) *Stores {
 		opts.RefreshInterval = DefaultRefreshInterval
 	}
 	s := &Stores{client: client, opts: opts, channel: opts.Prefix + "events", replica: newReplicaID(),
-		wake: make(chan struct{}, 1), bad: untrusted.New(opts.Logger)}
+		wake: make(chan struct{}, 1), listen: make(chan struct{}, 1), bad: untrusted.New(opts.Logger)}
 	s.Breakers = newBreakerStore(s)
 	s.Limits = newLimitStore(s)
 	s.Events = newEventLog(s)
@@ -275,8 +283,10 @@ const pingEvery = 10 * time.Second
 
 // subscribe applies invalidations until ctx ends. After an error it tries
 // again with the health check's backoff, so a Redis that is down costs few
-// attempts; every (re)subscription drops what the breakers remember, since
-// invalidations may have been lost in between.
+// attempts, or as soon as the health check finds Redis answering again.
+// Every (re)subscription drops what the stores remember, since
+// invalidations may have been lost in between; until it is confirmed and
+// the views read again, decisions ask Redis (Listening).
 func (s *Stores) subscribe(ctx context.Context) {
 	defer s.done.Done()
 	_ = s.pubsub.Subscribe(ctx, s.channel) // kept for reconnections even if it fails now
@@ -285,35 +295,87 @@ func (s *Stores) subscribe(ctx context.Context) {
 		m, err := s.pubsub.ReceiveTimeout(ctx, pingEvery)
 		if err == nil {
 			b.Reset()
-		} else {
-			if ctx.Err() != nil || errors.Is(err, redis.ErrClosed) {
-				return
-			}
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() && s.pubsub.Ping(ctx) == nil {
-				continue // silent but alive: the PONG comes as a message
-			}
-			// The client resubscribes at the next receive; the
-			// subscription's confirmation then drops what the
-			// breakers remember.
-			select {
-			case <-ctx.Done():
-				return
-			case <-time.After(b.NextBackOff()):
-			}
+			s.receive(m)
 			continue
 		}
-		s.receive(m)
+		if ctx.Err() != nil || errors.Is(err, redis.ErrClosed) {
+			return
+		}
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() && s.pubsub.Ping(ctx) == nil {
+			continue // silent but alive: the PONG comes as a message
+		}
+		// The client reconnects and resubscribes at the next receive;
+		// the subscription's confirmation then drops what the stores
+		// remember. A refusal (an error reply: the connection is fine)
+		// is asked again.
+		s.deaf()
+		s.reload()
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(b.NextBackOff()):
+		case <-s.listen:
+		}
+		var refused redis.Error
+		if errors.As(err, &refused) {
+			_ = s.pubsub.Subscribe(ctx, s.channel)
+		}
+	}
+}
+
+// Listening reports whether this replica hears the changes other replicas
+// make: its invalidation subscription is confirmed, and every breaker it
+// uses was read again since (a change published before the subscription
+// took effect is in what was read). Until then, and whenever the
+// subscription is lost, a decision asks Redis instead of trusting the
+// replica's view, and a degraded replica does not return to shared state.
+func (s *Stores) Listening() bool {
+	sub := s.sub.Load()
+	return sub&1 == 1 && s.synced.Load() == sub
+}
+
+// heard records that the subscription is confirmed: a new epoch, live.
+// Only the subscriber changes sub.
+func (s *Stores) heard() { s.sub.Store(((s.sub.Load()>>1)+1)<<1 | 1) }
+
+// deaf records that the subscription is lost: a new epoch, not live.
+func (s *Stores) deaf() {
+	if sub := s.sub.Load(); sub&1 == 1 {
+		s.sub.Store(((sub >> 1) + 1) << 1)
+	}
+}
+
+// readAgain records that every view was read again, in a read that began
+// when the subscription was sub; it reports whether the replica listens
+// now (the subscription was not lost meanwhile).
+func (s *Stores) readAgain(sub uint64) bool {
+	if sub&1 == 0 {
+		return false
+	}
+	s.synced.Store(sub)
+	return s.sub.Load() == sub
+}
+
+// wakeSubscriber has a subscriber waiting out its backoff try again now.
+func (s *Stores) wakeSubscriber() {
+	select {
+	case s.listen <- struct{}{}:
+	default:
 	}
 }
 
 func (s *Stores) receive(m any) {
 	switch m := m.(type) {
 	case *redis.Subscription:
-		// (Re)subscribed: what was published meanwhile is lost.
-		s.Breakers.refreshSoon()
+		// (Re)subscribed: what was published meanwhile is lost. The
+		// views count again once read after this (BreakerStore.loop).
+		if m.Kind == "subscribe" {
+			s.heard()
+		}
 		s.Limits.forget()
 		s.Memory.invalidate("")
+		s.Breakers.refreshSoon()
 	case *redis.Message:
 		var msg message
 		if json.Unmarshal([]byte(m.Payload), &msg) != nil {
