@@ -44,6 +44,13 @@ func (a *App) shared(cfg *config.Config, opts *Options) error {
 				b.SetSettings(id, s)
 			}
 		},
+		OnListening: func(ctx context.Context) bool {
+			b := a.live.breakers.Load()
+			if b == nil {
+				return false // not built yet: New reads them itself
+			}
+			return a.loadShared(ctx, b) == nil
+		},
 	})
 	a.closers = append([]func() error{stores.Close}, a.closers...)
 	a.stores = stores
@@ -108,14 +115,22 @@ func (a *App) adoptShared(ctx context.Context) {
 	if a.stores == nil {
 		return
 	}
-	all, err := a.stores.Breakers.LoadSettings(ctx, a.Breakers.IDs())
-	if err != nil {
+	if a.loadShared(ctx, a.Breakers) != nil {
 		return // the stores are degraded: local state, configured settings
 	}
 	a.stores.Events.Begin(ctx)
-	for id, s := range all {
-		a.Breakers.SetSettings(id, s)
+}
+
+// loadShared applies to set the breaker settings shared through Redis.
+func (a *App) loadShared(ctx context.Context, set *breaker.Set) error {
+	all, err := a.stores.Breakers.LoadSettings(ctx, set.IDs())
+	if err != nil {
+		return err
 	}
+	for id, s := range all {
+		set.SetSettings(id, s)
+	}
+	return nil
 }
 
 // ready is the /readyz check of the shared store. Running on local state

@@ -63,6 +63,10 @@ type BreakerStore struct {
 	now atomic.Int64
 	// refresh asks the background loop to read every view again soon.
 	refresh chan struct{}
+	// settingsMissed says that settings other replicas shared may have
+	// been published while this one did not listen: the loop reads them
+	// again (and hands them to Options.OnSettings) once it listens.
+	settingsMissed atomic.Bool
 }
 
 var (

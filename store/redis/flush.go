@@ -107,6 +107,13 @@ func (b *BreakerStore) loop(ctx context.Context) {
 		if b.sync(ctx, false, refresh) && refresh {
 			b.st.readAgain(sub)
 		}
+		if refresh && b.st.Listening() && b.settingsMissed.Swap(false) && b.st.opts.OnListening != nil {
+			// What other replicas shared while this one was deaf is not
+			// lost until its restart (LoadSettings).
+			if !b.st.opts.OnListening(ctx) {
+				b.settingsMissed.Store(true) // again at the next refresh
+			}
+		}
 	}
 }
 

@@ -2,6 +2,7 @@ package redisstore_test
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -180,5 +181,59 @@ func TestDeafReplicaAsksRedis(t *testing.T) {
 	}
 	if n := r1.commands.n.Load() - before; n != 0 {
 		t.Errorf("%d round trips for a call refused by a breaker known open, listening again, want 0", n)
+	}
+}
+
+// TestSettingsSharedWhileDeaf: breaker settings another replica shares
+// while this one's subscription is down are adopted once it listens again,
+// not lost until its restart.
+func TestSettingsSharedWhileDeaf(t *testing.T) {
+	t.Parallel()
+	srv := redistest.StartServer(t, deafUser...)
+	heard := make(chan breaker.Settings, 8)
+	var built atomic.Pointer[replica]
+	opts1 := redisstore.Options{Prefix: "agg:", Timeout: time.Second,
+		// As the app does: read what was shared, every time it listens.
+		OnListening: func(ctx context.Context) bool {
+			r1 := built.Load()
+			if r1 == nil {
+				return false
+			}
+			all, err := r1.stores.Breakers.LoadSettings(ctx, []breaker.ID{caba})
+			if s, ok := all[caba]; ok {
+				heard <- s
+			}
+			return err == nil
+		}}
+	r1 := newReplica(t, deafURL(srv), time.Now, breakertest.Settings(), opts1)
+	built.Store(r1)
+	r2 := newReplica(t, srv.URL(), time.Now, breakertest.Settings(), redisstore.Options{Prefix: "agg:", Timeout: time.Second})
+	waitListening(t, r1, r2)
+	for len(heard) > 0 { // what the first subscription read
+		<-heard
+	}
+
+	redisCommand(t, srv, "ACL", "SETUSER", "r1", "-subscribe")
+	redisCommand(t, srv, "CLIENT", "KILL", "USER", "r1", "TYPE", "pubsub")
+	deadline := time.Now().Add(10 * time.Second)
+	for r1.stores.Listening() {
+		if time.Now().After(deadline) {
+			t.Fatal("replica 1 still listens 10s after its subscription was killed")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	shared := threeStrikes()
+	if err := r2.stores.Breakers.ShareSettings(context.Background(), caba, shared); err != nil {
+		t.Fatal(err)
+	}
+	redisCommand(t, srv, "ACL", "SETUSER", "r1", "+subscribe")
+	waitListening(t, r1)
+	select {
+	case s := <-heard:
+		if s.ConsecutiveFailures != shared.ConsecutiveFailures || s.OpenFor != shared.OpenFor {
+			t.Errorf("adopted %+v, want %+v", s, shared)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("replica 1 never adopted the settings shared while it was deaf")
 	}
 }

@@ -70,6 +70,12 @@ type Options struct {
 	// shared with BreakerStore.ShareSettings, to apply to this replica's
 	// breaker.Set.
 	OnSettings func(breaker.ID, breaker.Settings)
+	// OnListening, when set, runs (on the stores' own goroutine) each time
+	// the replica listens to the fleet again after its subscription was
+	// lost, and at the first subscription: the time to read what may have
+	// been published unheard (the breakers' shared settings). It reports
+	// whether it succeeded; it runs again at the next refresh if not.
+	OnListening func(context.Context) bool
 	// FlushInterval is how often a replica sends its pending outcome
 	// counts (store.flush_interval); DefaultFlushInterval when zero.
 	FlushInterval time.Duration
@@ -375,6 +381,7 @@ func (s *Stores) receive(m any) {
 		}
 		s.Limits.forget()
 		s.Memory.invalidate("")
+		s.Breakers.settingsMissed.Store(true)
 		s.Breakers.refreshSoon()
 	case *redis.Message:
 		var msg message
