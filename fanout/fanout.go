@@ -20,6 +20,7 @@ import (
 
 	"github.com/multas/aggregator"
 	"github.com/multas/aggregator/breaker"
+	"github.com/multas/aggregator/drift"
 	"github.com/multas/aggregator/problem"
 	"github.com/multas/aggregator/ratelimit"
 	"github.com/multas/aggregator/sources"
@@ -88,6 +89,9 @@ type Options struct {
 	Sleep func(ctx context.Context, d time.Duration) error
 	// Tracer opens a span per source lookup (trace.go); none when nil.
 	Tracer trace.Tracer
+	// Lookups, when set, hears of every answer a lookup attempt read from
+	// a portal, for mapping health (health.go, SPEC 13).
+	Lookups func(drift.Lookup)
 }
 
 // Engine fans queries out to its members.
@@ -244,6 +248,7 @@ func (e *Engine) lookup(ctx context.Context, m Member, q aggregator.Query) (p pa
 	res := e.call(ctx, m, op, span.counted(func(ctx context.Context) (int, time.Duration, error) {
 		var err error
 		answer, err = m.Source.Lookup(ctx, q)
+		e.observeLookup(m, op, answer, err)
 		return 0, answer.Pause, err
 	}))
 	elapsed := e.opts.Now().Sub(start)
