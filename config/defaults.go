@@ -66,6 +66,7 @@ func builtin() *Config {
 				MaxWait:  Duration(500 * time.Millisecond),
 				MaxPause: Duration(10 * time.Minute),
 			},
+			Drift: Drift{Window: Duration(time.Hour), UnmappedRatio: 0.2},
 		},
 	}
 }
@@ -83,6 +84,7 @@ func inherit(d Defaults) Source {
 		Retry:            d.Retry,
 		Breaker:          d.Breaker.clone(),
 		RateLimit:        d.RateLimit,
+		Drift:            d.Drift,
 	}
 }
 
@@ -98,6 +100,7 @@ func (s Source) settings() Defaults {
 		Retry:            s.Retry,
 		Breaker:          s.Breaker,
 		RateLimit:        s.RateLimit,
+		Drift:            s.Drift,
 	}
 }
 
