@@ -36,6 +36,8 @@ type Metrics struct {
 	// StoreDegraded is 1 while the shared store is unreachable.
 	StoreDegraded prometheus.Gauge
 	buildInfo     *prometheus.GaugeVec
+	// Mapping health (SPEC 13, mapping.go).
+	items, lookups, unmapped, rules, shapes *prometheus.CounterVec
 
 	// created is when every count was zero; recent holds the snapshots
 	// behind Recent.
@@ -101,9 +103,10 @@ func New(breakers *breaker.Set) *Metrics {
 			Help: "Always 1; its labels say which build is running.",
 		}, []string{"version", "revision", "goversion"}),
 	}
+	m.newMappingHealth()
 	reg.MustRegister(m.calls, m.callSeconds, m.queries, m.querySecs, m.transitions, m.Deliveries, m.DLQ, m.StoreDegraded,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		m.httpReqs, m.httpSecs, m.breakers, m.buildInfo)
+		m.httpReqs, m.httpSecs, m.breakers, m.buildInfo, m.items, m.lookups, m.unmapped, m.rules, m.shapes)
 	m.SetBuildInfo(BuildInfo{})
 	return m
 }
