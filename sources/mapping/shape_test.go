@@ -284,3 +284,47 @@ func FuzzShapeMarkup(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkShape measures the shape on the JSON fast path: answers of a
+// structure seen before (the cache, as a portal answers day after day),
+// and answers each of a structure never seen (names built every time).
+func BenchmarkShape(b *testing.B) {
+	m := compile(b, Response{Items: one("/actas"), StatusMap: caba, Fields: plain(map[string]string{
+		"id": "/nro", "date": "/fecha", "amount": "/monto", "status": "/estado"})})
+	body := func(extra string) []byte {
+		var s strings.Builder
+		s.WriteString(`{"actas": [`)
+		for i := range 10 {
+			if i > 0 {
+				s.WriteString(",")
+			}
+			fmt.Fprintf(&s, `{"nro": "Q-%d", "fecha": "2026-03-14", "monto": 1, "estado": "IMPAGA", "lugar": {"calle": "x", "altura": 1}, "%s": 1}`, i, extra)
+		}
+		s.WriteString(`]}`)
+		return []byte(s.String())
+	}
+	ctx := context.Background()
+	b.Run("known structure", func(b *testing.B) {
+		doc := body("obs")
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := m.Read(ctx, Answer{Status: 200, Body: doc}, domain); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("new structure every answer", func(b *testing.B) {
+		docs := make([][]byte, 512)
+		for i := range docs {
+			docs[i] = body(fmt.Sprintf("k%c%c", 'a'+i%26, 'a'+i/26))
+		}
+		b.ReportAllocs()
+		i := 0
+		for b.Loop() {
+			if _, err := m.Read(ctx, Answer{Status: 200, Body: docs[i%len(docs)]}, domain); err != nil {
+				b.Fatal(err)
+			}
+			i++
+		}
+	})
+}
