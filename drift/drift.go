@@ -405,14 +405,7 @@ func (src *source) shape(now time.Time, sh *mapping.Shape) (Change, bool) {
 // remember keeps sh among the window's shapes, the oldest making room.
 func (src *source) remember(now time.Time, sh *mapping.Shape) {
 	if len(src.shapes) >= maxShapes {
-		var oldest uint64
-		var at time.Time
-		for sum, seen := range src.shapes {
-			if at.IsZero() || seen.last.Before(at) {
-				oldest, at = sum, seen.last
-			}
-		}
-		delete(src.shapes, oldest)
+		delete(src.shapes, leastRecent(src.shapes, func(s *seenShape) time.Time { return s.last }))
 	}
 	src.shapes[sh.Sum()] = &seenShape{shape: sh, last: now}
 }
@@ -427,20 +420,25 @@ func (src *source) status(now time.Time, raw string, n int) {
 	st := src.statuses[text]
 	if st == nil {
 		if len(src.statuses) >= MaxStatusTexts {
-			var oldest string
-			var at time.Time
-			for t, s := range src.statuses {
-				if at.IsZero() || s.last.Before(at) {
-					oldest, at = t, s.last
-				}
-			}
-			delete(src.statuses, oldest)
+			delete(src.statuses, leastRecent(src.statuses, func(s *seenStatus) time.Time { return s.last }))
 		}
 		st = &seenStatus{counts: newStatusRing(reportSpan)}
 		src.statuses[text] = st
 	}
 	st.counts.add(now, n)
 	st.last = now
+}
+
+// leastRecent is the key of m whose value was seen least recently.
+func leastRecent[K comparable, V any](m map[K]V, last func(V) time.Time) K {
+	var oldest K
+	var at time.Time
+	for k, v := range m {
+		if t := last(v); at.IsZero() || t.Before(at) {
+			oldest, at = k, t
+		}
+	}
+	return oldest
 }
 
 // StatusWords is a status text as it may be kept: without control and

@@ -1,18 +1,15 @@
 package server_test
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/chromedp/chromedp"
 
@@ -136,17 +133,7 @@ func TestDashboardMatrix(t *testing.T) {
 		t.Errorf("the overview does not fit one 1280×900 screen: %s", got)
 	}
 	if os.Getenv("UPDATE_SCREENSHOT") == "1" {
-		ctx, cancel := context.WithTimeout(b.ctx, 20*time.Second)
-		png, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
-		cancel()
-		if err != nil {
-			t.Fatalf("screenshot: %v", err)
-		}
-		out := filepath.Join("..", "docs", "dashboard-matrix.png")
-		if err := os.WriteFile(out, png, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		t.Logf("wrote %s (%d bytes)", out, len(png))
+		b.screenshot(t, chromedp.CaptureScreenshot(), "dashboard-matrix.png")
 	}
 	// With 50 sources the cards wait to be opened from the overview.
 	if got := b.eval(t, `String(Array.from(document.querySelectorAll('.card')).filter((c) => c.offsetParent !== null).length)`); got != "0" {

@@ -221,6 +221,22 @@ func TestShapeOfAFailedAnswer(t *testing.T) {
 // noValue matches what a name must never hold: a digit.
 var noValue = regexp.MustCompile(`[0-9]`)
 
+// checkNames fails t when a shape has too many names, or a name that
+// holds a digit or is too deep.
+func checkNames(t *testing.T, shapes ...*Shape) {
+	t.Helper()
+	for _, s := range shapes {
+		if s.Len() > MaxNames {
+			t.Fatalf("%d names", s.Len())
+		}
+		for _, n := range s.Names() {
+			if noValue.MatchString(n) || strings.Count(n, "/") > maxShapeDepth {
+				t.Fatalf("name %q", n)
+			}
+		}
+	}
+}
+
 // FuzzShape maps arbitrary JSON both ways: it never panics, names never
 // hold a digit nor exceed the bounds, and both ways name the same
 // structure (the fast one through its cache, shared by every input).
@@ -238,16 +254,7 @@ func FuzzShape(f *testing.F) {
 		ctx := context.Background()
 		fast, _ := m.Read(ctx, Answer{Status: 200, Body: body, ContentType: "application/json"}, domain)
 		slow, _ := g.Read(ctx, Answer{Status: 200, Body: body, ContentType: "application/json"}, domain)
-		for _, s := range []*Shape{fast.Health.Shape(), slow.Health.Shape()} {
-			if s.Len() > MaxNames {
-				t.Fatalf("%d names", s.Len())
-			}
-			for _, n := range s.Names() {
-				if noValue.MatchString(n) || strings.Count(n, "/") > maxShapeDepth {
-					t.Fatalf("name %q", n)
-				}
-			}
-		}
+		checkNames(t, fast.Health.Shape(), slow.Health.Shape())
 		// Both read the items only when the whole answer is valid JSON
 		// whose items are an array; a fast read that stops at an item
 		// names fewer items.
@@ -272,16 +279,7 @@ func FuzzShapeMarkup(f *testing.F) {
 		ctx := context.Background()
 		px, _ := x.Read(ctx, Answer{Status: 200, Body: xml, ContentType: "text/xml"}, domain)
 		ph, _ := h.Read(ctx, Answer{Status: 200, Body: html, ContentType: "text/html"}, domain)
-		for _, s := range []*Shape{px.Health.Shape(), ph.Health.Shape()} {
-			if s.Len() > MaxNames {
-				t.Fatalf("%d names", s.Len())
-			}
-			for _, n := range s.Names() {
-				if noValue.MatchString(n) || strings.Count(n, "/") > maxShapeDepth {
-					t.Fatalf("name %q", n)
-				}
-			}
-		}
+		checkNames(t, px.Health.Shape(), ph.Health.Shape())
 	})
 }
 
