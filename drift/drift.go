@@ -232,7 +232,7 @@ func (t *Tracker) Report(id string) Report {
 	}
 	src.mu.Lock()
 	defer src.mu.Unlock()
-	c := src.hour.sum(now)
+	c := src.hour.sum(now, true)
 	r.Items = c.items
 	r.Unmapped = c.unmappedMap()
 	for text, st := range src.statuses {
@@ -313,7 +313,7 @@ func (src *source) observe(now time.Time, l Lookup) []Change {
 	var changes []Change
 	s := src.settings
 	h := &l.Health
-	before := src.win.sum(now)
+	before := src.win.sum(now, false)
 	if before.seen == 0 {
 		src.unmapped.known = false // a window without items starts afresh
 	}
@@ -322,32 +322,40 @@ func (src *source) observe(now time.Time, l Lookup) []Change {
 	}
 	c := counts{items: l.Items, seen: h.Seen(), affected: h.Affected()}
 	c.results[resultIndex(l.Result)] = 1
-	h.Unmapped(func(field, reason string, n int) { c.addUnmapped(field, reason, n) })
-	src.win.add(now, &c)
-	src.hour.add(now, &c)
+	win, hour := src.win.at(now), src.hour.at(now)
+	win.merge(&c, false)
+	hour.merge(&c, false)
+	h.Unmapped(func(field, reason string, n int) {
+		win.addUnmapped(field, reason, n)
+		hour.addUnmapped(field, reason, n)
+	})
 
 	if ch, ok := src.shape(now, h.Shape()); ok {
 		changes = append(changes, ch)
 	}
-	win := src.win.sum(now)
-	if c.seen > 0 && win.seen > 0 {
-		r := float64(win.affected) / float64(win.seen)
+	sum := src.win.sum(now, false)
+	if c.seen > 0 && sum.seen > 0 {
+		r := float64(sum.affected) / float64(sum.seen)
 		if src.unmapped.cross(r, s.UnmappedRatio) {
-			changes = append(changes, Change{Reason: UnmappedRatio, Ratio: r, Count: win.seen})
+			changes = append(changes, Change{Reason: UnmappedRatio, Ratio: r, Count: sum.seen})
 		}
 	}
-	if s.EmptyRatio > 0 && win.lookups() > 0 {
-		without := win.results[resultIndex(Empty)] + win.results[resultIndex(Error)]
-		r := float64(without) / float64(win.lookups())
+	if s.EmptyRatio > 0 && sum.lookups() > 0 {
+		without := sum.results[resultIndex(Empty)] + sum.results[resultIndex(Error)]
+		r := float64(without) / float64(sum.lookups())
 		if src.empty.cross(r, s.EmptyRatio) {
-			changes = append(changes, Change{Reason: EmptyRatio, Ratio: r, Count: win.lookups()})
+			changes = append(changes, Change{Reason: EmptyRatio, Ratio: r, Count: sum.lookups()})
 		}
 	}
 	h.UnknownStatuses(func(text string, n int) { src.status(now, text, n) })
-	for i := range changes {
-		ch := &changes[i]
-		ch.Time, ch.Source, ch.Operation, ch.Window = now, l.Source, l.Operation, s.Window
-		ch.Unmapped = win.unmappedMap()
+	if len(changes) > 0 {
+		all := src.win.sum(now, true)
+		unmapped := all.unmappedMap()
+		for i := range changes {
+			ch := &changes[i]
+			ch.Time, ch.Source, ch.Operation, ch.Window = now, l.Source, l.Operation, s.Window
+			ch.Unmapped = unmapped
+		}
 	}
 	return changes
 }

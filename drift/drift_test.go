@@ -370,3 +370,25 @@ func TestConcurrentObserve(t *testing.T) {
 		t.Error("nothing counted")
 	}
 }
+
+// BenchmarkObserve is what the tracker adds to every lookup: a lookup of
+// a known shape, with a field missing on its items.
+func BenchmarkObserve(b *testing.B) {
+	tr := drift.New(drift.Options{})
+	tr.Configure("caba", drift.Settings{UnmappedRatio: 0.2})
+	m, err := mapping.Compile(mapping.Response{Items: mapping.Items{{Select: "/actas"}},
+		Fields: map[string]mapping.Field{"id": {Select: mapping.List{"/nro"}}, "place": {Select: mapping.List{"/lugar"}}}},
+		mapping.Options{Source: "caba"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	pg, err := m.Read(context.Background(), mapping.Answer{Status: 200, Body: []byte(items(10, good))}, mapping.Subject{Op: aggregator.ByDomain})
+	if err != nil {
+		b.Fatal(err)
+	}
+	l := drift.Lookup{Source: "caba", Operation: aggregator.ByDomain, Result: drift.Items, Items: 10, Health: pg.Health}
+	b.ReportAllocs()
+	for b.Loop() {
+		tr.Observe(l)
+	}
+}

@@ -73,12 +73,16 @@ func (c *counts) addUnmapped(field, reason string, n int) {
 	c.unmapped[unmappedKey{field, reason}] += n
 }
 
-func (c *counts) merge(o *counts) {
+// merge adds o's counts to c, the unmapped ones too when unmapped.
+func (c *counts) merge(o *counts, unmapped bool) {
 	c.items += o.items
 	c.seen += o.seen
 	c.affected += o.affected
 	for i, n := range o.results {
 		c.results[i] += n
+	}
+	if !unmapped {
+		return
 	}
 	for k, n := range o.unmapped {
 		c.addUnmapped(k.field, k.reason, n)
@@ -102,11 +106,11 @@ type countRing struct{ ring[counts] }
 
 func newCountRing(span time.Duration) *countRing { return &countRing{*newRing[counts](span)} }
 
-func (r *countRing) add(now time.Time, c *counts) { r.at(now).merge(c) }
-
-func (r *countRing) sum(now time.Time) counts {
+// sum is the counts over the span, the unmapped ones too when unmapped
+// (they cost a map).
+func (r *countRing) sum(now time.Time, unmapped bool) counts {
 	var out counts
-	r.each(now, func(c *counts) { out.merge(c) })
+	r.each(now, func(c *counts) { out.merge(c, unmapped) })
 	return out
 }
 

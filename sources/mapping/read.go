@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -375,8 +376,12 @@ func (h *Health) Add(o Health) {
 			h.unmapped[f][r] += o.unmapped[f][r]
 		}
 	}
-	for _, u := range o.unknown {
-		h.addUnknown(u.Text, u.N)
+	if len(o.unknown) > 0 {
+		// h may share its texts with the Health it was copied from.
+		h.unknown = slices.Clone(h.unknown)
+		for _, u := range o.unknown {
+			h.addUnknown(u.Text, u.N)
+		}
 	}
 	h.shape = union(h.shape, o.shape)
 }
