@@ -6,6 +6,7 @@ import (
 	"hash/fnv"
 	"log/slog"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/multas/aggregator/breaker"
@@ -19,18 +20,20 @@ import (
 // `mapping` event. With Redis, the replica that claims a change first
 // records it for the fleet; the others count it in their own metrics.
 
-// claimTimeout bounds the claim of a change: it is made on the lookup's
-// goroutine, after its answer was read.
+// claimTimeout bounds the claim of a change.
 const claimTimeout = time.Second
 
-// newDrift builds the tracker of cfg's sources.
+// newDrift builds the tracker of cfg's sources. A change is heard on the
+// goroutine of the lookup that read it, inside the call the breaker
+// times: it is counted there, and, with Redis, claimed and recorded on a
+// goroutine of its own (Close waits for them), so that the round trips to
+// Redis never lengthen the lookup.
 func (a *App) newDrift(cfg *config.Config, m *metrics.Metrics, now func() time.Time, logger *slog.Logger) {
 	keys := make(map[string]string, len(cfg.Sources))
 	for _, sc := range cfg.Sources {
 		keys[sc.ID] = sc.BreakerKey
 	}
-	a.Drift = drift.New(drift.Options{Now: now, Record: func(c drift.Change) {
-		m.MappingChange(c)
+	record := func(c drift.Change) {
 		if a.stores != nil {
 			ctx, cancel := context.WithTimeout(context.Background(), claimTimeout)
 			claimed := a.stores.Claim(ctx, claimKey(c), c.Window)
@@ -39,10 +42,20 @@ func (a *App) newDrift(cfg *config.Config, m *metrics.Metrics, now func() time.T
 				return // another replica records it for the fleet
 			}
 		}
-		ev := mappingEvent(c, keys[c.Source])
 		logger.Warn("a source's answers changed", "source", c.Source, "operation", string(c.Operation),
 			"reason", string(c.Reason), "added", len(c.Added), "removed", len(c.Removed), "ratio", c.Ratio)
-		a.Breakers.Events().Append(ev)
+		a.Breakers.Events().Append(mappingEvent(c, keys[c.Source]))
+	}
+	var recording sync.WaitGroup
+	// Before the stores close (shared() put their Close first).
+	a.closers = append([]func() error{func() error { recording.Wait(); return nil }}, a.closers...)
+	a.Drift = drift.New(drift.Options{Now: now, Record: func(c drift.Change) {
+		m.MappingChange(c)
+		if a.stores == nil {
+			record(c) // an in-process log: nothing to wait for
+			return
+		}
+		recording.Go(func() { record(c) })
 	}})
 	for _, sc := range cfg.Sources {
 		a.Drift.Configure(sc.ID, drift.Settings{Window: time.Duration(sc.Drift.Window),
