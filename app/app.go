@@ -22,6 +22,7 @@ import (
 	"github.com/multas/aggregator/breaker"
 	"github.com/multas/aggregator/config"
 	"github.com/multas/aggregator/correlation"
+	"github.com/multas/aggregator/drift"
 	"github.com/multas/aggregator/fanout"
 	"github.com/multas/aggregator/memory"
 	"github.com/multas/aggregator/metrics"
@@ -85,6 +86,8 @@ type App struct {
 	// Memory remembers the sources' answers (SPEC 14); nil without
 	// memory.key.
 	Memory *memory.Memory
+	// Drift keeps every source's mapping health (SPEC 13, drift.go).
+	Drift *drift.Tracker
 
 	live struct {
 		breakers atomic.Pointer[breaker.Set]
@@ -195,9 +198,14 @@ func New(cfg *config.Config, opts Options) (*App, error) {
 		members = append(members, member)
 	}
 	catalog := problem.Catalog{Base: cfg.Problems.BaseURI}
+	a.newDrift(cfg, m, opts.Now, opts.Logger)
 	a.Engine = fanout.New(members, fanout.Options{
 		Breakers: a.Breakers, Limiter: a.Limiter, Problems: catalog, Observer: m, Now: opts.Now,
 		Tracer: tracing.Tracer(opts.TracerProvider), Memory: mem,
+		Lookups: func(l drift.Lookup) {
+			m.SourceLookup(l)
+			a.Drift.Observe(l)
+		},
 	})
 	var keys *ratelimit.Keys
 	if len(cfg.Server.APIKeys) > 0 {
@@ -223,7 +231,7 @@ func New(cfg *config.Config, opts Options) (*App, error) {
 		Logger: opts.Logger, Deadline: time.Duration(cfg.Query.Deadline), MaxDeadline: time.Duration(cfg.Query.MaxDeadline),
 		AdminToken: cfg.Server.AdminToken, Keys: keys, Now: opts.Now, Async: a.Async, Memory: mem,
 		Ready: ready, ShareSettings: share, MaxInFlight: cfg.Server.MaxInFlight, ReadTimeout: time.Duration(cfg.Server.ReadTimeout),
-		Tracer: tracing.Tracer(opts.TracerProvider), Propagator: opts.Propagator,
+		Tracer: tracing.Tracer(opts.TracerProvider), Propagator: opts.Propagator, Drift: a.Drift,
 	})
 	a.Async.Start()
 	built = true

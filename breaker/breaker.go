@@ -165,7 +165,15 @@ type Evidence struct {
 // operation. Breaker transitions have no Kind.
 const KindStore = "store"
 
-// Event is one transition of one breaker, or of the shared store (Kind).
+// KindMapping marks a mapping event (SPEC 13): a source's answers
+// changed. BreakerKey and Operation name the source's breaker key and the
+// lookup's operation, From and To are empty, Reason is the drift reason
+// (shape, unmapped_ratio, empty_ratio), and Source, Added, Removed and
+// Unmapped say what changed: names and counts, never a value.
+const KindMapping = "mapping"
+
+// Event is one transition of one breaker, or of the shared store, or a
+// change of a source's answers (Kind).
 type Event struct {
 	Time       time.Time            `json:"time"`
 	BreakerKey string               `json:"breaker_key"`
@@ -175,6 +183,12 @@ type Event struct {
 	Reason     string               `json:"reason"`
 	Evidence   Evidence             `json:"evidence"`
 	Kind       string               `json:"kind,omitempty"`
+
+	// Mapping events only (nil, and absent, on the others).
+	Source   string                    `json:"source,omitempty"`
+	Added    []string                  `json:"added,omitzero"`
+	Removed  []string                  `json:"removed,omitzero"`
+	Unmapped map[string]map[string]int `json:"unmapped,omitzero"`
 }
 
 // Status is a breaker's state as read at one instant.

@@ -180,6 +180,22 @@ type Defaults struct {
 	Breaker         Breaker   `yaml:"breaker" json:"breaker"`
 	RateLimit       RateLimit `yaml:"rate_limit" json:"rate_limit"`
 	Remember        Remember  `yaml:"remember" json:"remember"`
+	Drift           Drift     `yaml:"drift" json:"drift"`
+}
+
+// Drift says when a source's answers are taken to have changed (SPEC 13):
+// an answer shaped in a way the window has not seen, or a share of items
+// that do not map, or of lookups without items, rising above its ratio.
+type Drift struct {
+	// Window is how far back the source's shape and shares look.
+	Window Duration `yaml:"window" json:"window"`
+	// UnmappedRatio is the share of items with a configured field
+	// missing, invalid or of an unknown status above which a mapping
+	// event is recorded.
+	UnmappedRatio float64 `yaml:"unmapped_ratio" json:"unmapped_ratio"`
+	// EmptyRatio is the share of lookups answered without any item above
+	// which a mapping event is recorded; 0 is off.
+	EmptyRatio float64 `yaml:"empty_ratio" json:"empty_ratio"`
 }
 
 // Source is one jurisdiction's portal with its effective settings.
@@ -217,6 +233,7 @@ type Source struct {
 	Breaker          Breaker        `yaml:"breaker" json:"breaker"`
 	RateLimit        RateLimit      `yaml:"rate_limit" json:"rate_limit"`
 	Remember         Remember       `yaml:"remember" json:"remember"`
+	Drift            Drift          `yaml:"drift" json:"drift"`
 
 	// FromEnv lists the values that ${NAME} references put in the source's
 	// configuration, its defaults included: each variable's value, and

@@ -128,6 +128,7 @@ func TestLoadExample(t *testing.T) {
 		{"breaker.open_for", s.Breaker.OpenFor, d("30s")},
 		{"breaker.failure_statuses", s.Breaker.FailureStatuses, []int{500, 502, 503, 504}},
 		{"rate_limit", s.RateLimit, RateLimit{0, 0, d("500ms"), d("10m")}},
+		{"drift", s.Drift, Drift{Window: d("1h"), UnmappedRatio: 0.2}},
 		{"defaults", c.Defaults, builtin().Defaults},
 	}
 	for _, tc := range checks {
@@ -243,6 +244,7 @@ sources:
     retry: {max_retries: 0}
     rate_limit: {max_wait: 0s, rps: 2.5}
     currency: USD
+    drift: {empty_ratio: 0.9}
   - id: b
     jurisdiction: B
     base_url: http://b.example
@@ -261,6 +263,7 @@ defaults:
   breaker: {consecutive_failures: 3, min_calls: 20}
   retry: {initial_backoff: 0s}
   rate_limit: {max_pause: 1m}
+  drift: {window: 10m}
 `
 	c := mustParse(t, data, nil)
 	a, b, cc := c.Sources[0], c.Sources[1], c.Sources[2]
@@ -278,7 +281,10 @@ defaults:
 		{"defaults.retry.max_retries", c.Defaults.Retry.MaxRetries, 2},
 		{"defaults.rate_limit.max_pause", c.Defaults.RateLimit.MaxPause, d("1m")},
 		{"defaults.rate_limit.max_wait", c.Defaults.RateLimit.MaxWait, d("500ms")},
+		{"defaults.drift", c.Defaults.Drift, Drift{Window: d("10m"), UnmappedRatio: 0.2}},
 		// source a over defaults
+		{"a.drift", a.Drift, Drift{Window: d("10m"), UnmappedRatio: 0.2, EmptyRatio: 0.9}},
+		{"b.drift", b.Drift, Drift{Window: d("10m"), UnmappedRatio: 0.2}},
 		{"a.timeout", a.Timeout, d("4s")},
 		{"a.breaker.open_for", a.Breaker.OpenFor, d("5s")},
 		{"a.breaker.consecutive_failures (explicit 0 over 3)", a.Breaker.ConsecutiveFailures, 0},

@@ -67,6 +67,7 @@ func builtin() *Config {
 				MaxWait:  Duration(500 * time.Millisecond),
 				MaxPause: Duration(10 * time.Minute),
 			},
+			Drift: Drift{Window: Duration(time.Hour), UnmappedRatio: 0.2},
 		},
 	}
 }
@@ -85,6 +86,7 @@ func inherit(d Defaults) Source {
 		Breaker:          d.Breaker.clone(),
 		RateLimit:        d.RateLimit,
 		Remember:         d.Remember,
+		Drift:            d.Drift,
 	}
 }
 
@@ -101,6 +103,7 @@ func (s Source) settings() Defaults {
 		Breaker:          s.Breaker,
 		RateLimit:        s.RateLimit,
 		Remember:         s.Remember,
+		Drift:            s.Drift,
 	}
 }
 

@@ -343,6 +343,17 @@ func validateSettings(prefix string, s Defaults, zone func(string) (*time.Locati
 	if l.MaxPause <= 0 {
 		errs.add(child(lp, "max_pause"), "must be positive")
 	}
+
+	d, dp := s.Drift, child(prefix, "drift")
+	if d.Window <= 0 {
+		errs.add(child(dp, "window"), "must be positive")
+	}
+	if !(d.UnmappedRatio >= 0 && d.UnmappedRatio <= 1) {
+		errs.add(child(dp, "unmapped_ratio"), "must be between 0 and 1 (1: never), got %v", d.UnmappedRatio)
+	}
+	if !(d.EmptyRatio >= 0 && d.EmptyRatio <= 1) {
+		errs.add(child(dp, "empty_ratio"), "must be between 0 (off) and 1, got %v", d.EmptyRatio)
+	}
 	return errs
 }
 

@@ -126,6 +126,15 @@ func TestValidation(t *testing.T) {
 			{"defaults.breaker.failure_statuses[2]", "got 600"},
 		}},
 		{"defaults failure_ratio above 1", doc(`defaults: {breaker: {failure_ratio: 1.01}}`), []want{{"defaults.breaker.failure_ratio", "must be greater than 0 and at most 1"}}},
+		{"defaults drift", doc(`defaults: {drift: {window: 0s, unmapped_ratio: -0.1, empty_ratio: 1.5}}`), []want{
+			{"defaults.drift.window", "must be positive"},
+			{"defaults.drift.unmapped_ratio", "must be between 0 and 1"},
+			{"defaults.drift.empty_ratio", "must be between 0 (off) and 1"},
+		}},
+		{"source drift", doc("", src("drift: {window: -1m, unmapped_ratio: 2}")), []want{
+			{"sources[0].drift.window", "must be positive"},
+			{"sources[0].drift.unmapped_ratio", "must be between 0 and 1"},
+		}},
 		{"defaults window negative", doc(`defaults: {breaker: {window: -5s}}`), []want{{"defaults.breaker.window", "must be positive"}}},
 		{"defaults rate_limit", doc(`defaults: {rate_limit: {rps: -1, burst: -1, max_wait: -1ms, max_pause: 0s}}`), []want{
 			{"defaults.rate_limit.rps", "must not be negative"},

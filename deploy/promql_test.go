@@ -36,7 +36,8 @@ var targetLabels = []string{"job", "instance"}
 const metricsAdminToken = "deploy-test-metrics-admin-token"
 
 // exposedMetrics starts an aggregator over two demo portals (caba healthy,
-// rosario down) and drives it until every kind of metric has series: a
+// rosario down) and a SPEC 12 one (errflag, healthy), and drives it until
+// every kind of metric has series: a
 // synchronous query (source calls, their durations, the query and its
 // duration; rosario's breaker trips at its first failure, a transition),
 // and an asynchronous one delivered to a webhook receiver (deliveries).
@@ -49,6 +50,10 @@ func exposedMetrics(t *testing.T) exposed {
 			js = append(js, j)
 		}
 	}
+	// A portal of SPEC 12 for the mapping health of SPEC 13: it has an
+	// errors rule (whose count starts at zero), and actas without a
+	// place or an amount (unmapped fields).
+	js = append(js, portalsim.NewJurisdiction(portalsim.ShapeErrorFlag, "errflag", "Mesa de infracciones", portalsim.RealRecords()))
 	env := apptest.Start(t, js, fmt.Sprintf(`server: {listen: "127.0.0.1:0", admin_token: %q}
 query: {deadline: 5s, max_deadline: 10s}
 async: {max_wait: 1m, release_rps: 5}
@@ -398,6 +403,11 @@ func TestPromQL(t *testing.T) {
 			"aggregator_webhook_deliveries_total",
 			"aggregator_dlq_entries",
 			"aggregator_store_degraded",
+			"aggregator_source_lookups_total",
+			"aggregator_source_items_total",
+			"aggregator_source_unmapped_total",
+			"aggregator_source_shape_changes_total",
+			"aggregator_source_errors_matched_total",
 		})
 		// Variable queries: label_values(metric, label).
 		tmpl, _ := dash["templating"].(map[string]any)
@@ -420,6 +430,10 @@ func TestPromQL(t *testing.T) {
 	t.Run("prometheus/alerts.yml", func(t *testing.T) {
 		check(t, alertExprs(t, read(t, "deploy", "prometheus", "alerts.yml")), []string{
 			"aggregator_breaker_open_seconds_total",
+			"aggregator_source_shape_changes_total",
+			"aggregator_source_lookups_total",
+			"aggregator_source_unmapped_total",
+			"aggregator_source_items_total",
 		})
 	})
 }

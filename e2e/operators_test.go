@@ -225,3 +225,32 @@ func TestFleetOperatorViews(t *testing.T) {
 		t.Errorf("replica 2: probe in %v", left)
 	}
 }
+
+// TestSinceOfABreakerThatNeverMoved: a breaker without a transition is in
+// its state since its history began (the start-up, here), as its strip
+// says, not since the admin API first listed it.
+func TestSinceOfABreakerThatNeverMoved(t *testing.T) {
+	t.Parallel()
+	ok := newPortal(t, one("Q-1"))
+	e := startWith(t, source{id: "caba", url: ok.URL})
+	time.Sleep(1100 * time.Millisecond)
+	listed := time.Now()
+	resp, body := e.admin(http.MethodGet, "/breakers", "")
+	var doc struct {
+		Breakers []struct {
+			BreakerKey string    `json:"breaker_key"`
+			Operation  string    `json:"operation"`
+			Since      time.Time `json:"since"`
+		} `json:"breakers"`
+	}
+	if resp.StatusCode != http.StatusOK || json.Unmarshal(body, &doc) != nil {
+		t.Fatalf("GET /v1/admin/breakers: %d %s", resp.StatusCode, body)
+	}
+	_, _, hist := e.history()
+	for _, b := range doc.Breakers {
+		known := hist[b.BreakerKey+"/"+b.Operation].KnownFrom
+		if !b.Since.Equal(known) || listed.Sub(b.Since) < time.Second {
+			t.Errorf("%s/%s: since %v, want the start of its history %v (listed at %v)", b.BreakerKey, b.Operation, b.Since, known, listed)
+		}
+	}
+}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/multas/aggregator"
 	"github.com/multas/aggregator/breaker"
+	"github.com/multas/aggregator/drift"
 	"github.com/multas/aggregator/memory"
 	"github.com/multas/aggregator/problem"
 	"github.com/multas/aggregator/ratelimit"
@@ -102,6 +103,9 @@ type Options struct {
 	// Memory remembers the answers of the members that remember
 	// (Member.Memory); nothing is remembered when nil.
 	Memory *memory.Memory
+	// Lookups, when set, hears of every answer a lookup attempt read from
+	// a portal, for mapping health (health.go, SPEC 13).
+	Lookups func(drift.Lookup)
 }
 
 // Engine fans queries out to its members.
@@ -277,6 +281,7 @@ func (e *Engine) lookup(ctx context.Context, m Member, q aggregator.Query, t mem
 	res := e.call(ctx, m, op, span.counted(func(ctx context.Context) (int, time.Duration, error) {
 		var err error
 		answer, err = m.Source.Lookup(ctx, q)
+		e.observeLookup(m, op, answer, err)
 		return 0, answer.Pause, err
 	}))
 	elapsed := e.opts.Now().Sub(start)

@@ -40,6 +40,8 @@ type Metrics struct {
 	memoryHits    *prometheus.CounterVec
 	// memoryEntries counts the entries held in this process.
 	memoryEntries atomic.Pointer[func() int]
+	// Mapping health (SPEC 13, mapping.go).
+	items, lookups, unmapped, rules, shapes *prometheus.CounterVec
 
 	// created is when every count was zero; recent holds the snapshots
 	// behind Recent.
@@ -118,9 +120,10 @@ func New(breakers *breaker.Set) *Metrics {
 		}
 		return 0
 	})
+	m.newMappingHealth()
 	reg.MustRegister(m.calls, m.callSeconds, m.queries, m.querySecs, m.transitions, m.Deliveries, m.DLQ, m.StoreDegraded,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		m.httpReqs, m.httpSecs, m.breakers, m.buildInfo, m.memoryHits, entries)
+		m.httpReqs, m.httpSecs, m.breakers, m.buildInfo, m.memoryHits, entries, m.items, m.lookups, m.unmapped, m.rules, m.shapes)
 	m.SetBuildInfo(BuildInfo{})
 	return m
 }

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -20,6 +21,7 @@ import (
 	"github.com/multas/aggregator/internal/apptest"
 	"github.com/multas/aggregator/metrics"
 	"github.com/multas/aggregator/portalsim"
+	"github.com/multas/aggregator/sources/mapping"
 )
 
 const adminToken = "metrics-test-admin-token"
@@ -183,6 +185,10 @@ var families = map[string]struct {
 	"aggregator_dlq_entries":                  {dto.MetricType_GAUGE, nil},
 	"aggregator_build_info":                   {dto.MetricType_GAUGE, []string{"goversion", "revision", "version"}},
 	"aggregator_memory_entries":               {dto.MetricType_GAUGE, nil},
+	// SPEC 13.
+	"aggregator_source_items_total":         {dto.MetricType_COUNTER, []string{"source"}},
+	"aggregator_source_lookups_total":       {dto.MetricType_COUNTER, []string{"result", "source"}},
+	"aggregator_source_shape_changes_total": {dto.MetricType_COUNTER, []string{"source"}},
 }
 
 // Every value a label may take: configuration ids and fixed vocabularies,
@@ -202,9 +208,18 @@ func allowedValues(a *app.App) map[string][]string {
 		ops = append(ops, string(op))
 	}
 	states := []string{"closed", "half_open", "open", "forced_open"}
+	var rules []string
+	for _, s := range a.Config.Sources {
+		for i := len(rules); i < len(s.Response.Errors); i++ {
+			rules = append(rules, strconv.Itoa(i))
+		}
+	}
 	return map[string][]string{
 		"breaker": keys, "source": sources, "operation": ops, "from": states, "to": states,
-		"kind": {"fresh", "stale"},
+		"kind":   {"fresh", "stale"},
+		"result": {"items", "empty", "error"}, "field": mapping.FieldNames(),
+		"reason": {mapping.ReasonMissing, mapping.ReasonInvalid, mapping.ReasonUnknownStatus, mapping.ReasonSuspectText},
+		"rule":   rules,
 	}
 }
 
@@ -226,6 +241,14 @@ func TestScrapeNamesLabelsAndOutcomes(t *testing.T) {
 	for _, id := range ids {
 		first.want(t, "aggregator_breaker_state", breakerLabels(id.Key, id.Operation), 0)
 		first.want(t, "aggregator_breaker_open_seconds_total", breakerLabels(id.Key, id.Operation), 0)
+	}
+	// So are the mapping health series of every source (SPEC 13).
+	for _, source := range []string{"caba", "rosario"} {
+		first.want(t, "aggregator_source_items_total", map[string]string{"source": source}, 0)
+		first.want(t, "aggregator_source_shape_changes_total", map[string]string{"source": source}, 0)
+		for _, r := range []string{"items", "empty", "error"} {
+			first.want(t, "aggregator_source_lookups_total", map[string]string{"source": source, "result": r}, 0)
+		}
 	}
 
 	// Personal data through every query path: plates in their accepted
@@ -363,6 +386,18 @@ func TestScrapeNamesLabelsAndOutcomes(t *testing.T) {
 		// Only calls that were made are timed: 2 of rosario's 3 by_domain.
 		s.want(t, "aggregator_source_call_duration_seconds", map[string]string{"source": "caba", "operation": "by_domain"}, 2)
 		s.want(t, "aggregator_source_call_duration_seconds", map[string]string{"source": "rosario", "operation": "by_domain"}, 2)
+	})
+
+	t.Run("mapping health", func(t *testing.T) {
+		// caba answered its three lookups with items; rosario's answers
+		// were never read (503s, then skipped): they say nothing of its
+		// mapping.
+		s.want(t, "aggregator_source_lookups_total", map[string]string{"source": "caba", "result": "items"}, 3)
+		s.want(t, "aggregator_source_lookups_total", map[string]string{"source": "rosario", "result": "error"}, 0)
+		if n, _ := s.value("aggregator_source_items_total", map[string]string{"source": "caba"}); n < 3 {
+			t.Errorf("caba mapped %v items, want at least one per lookup", n)
+		}
+		s.want(t, "aggregator_source_items_total", map[string]string{"source": "rosario"}, 0)
 	})
 
 	t.Run("breakers", func(t *testing.T) {

@@ -6,6 +6,7 @@ import (
 	"crypto/subtle"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -77,6 +78,14 @@ func (s *Server) view(ctx context.Context, id breaker.ID) (breakerView, error) {
 		return breakerView{}, err
 	}
 	settings, _ := s.opts.Breakers.Settings(id)
+	if st.Last == nil {
+		// Never transitioned: in its state since the history began (the
+		// start-up, or the shared store's start), as its strip says, not
+		// since the store first read it.
+		if _, from := s.opts.Breakers.Events().History(id, time.Time{}); !from.IsZero() && from.Before(st.Since) {
+			st.Since = from
+		}
+	}
 	var openUntil *time.Time
 	if st.State == breaker.Open && !st.OpenUntil.IsZero() {
 		openUntil = &st.OpenUntil // when its probe may go
@@ -126,20 +135,49 @@ func (s *Server) adminAction(c *gin.Context, act func(context.Context, breaker.I
 	writeJSON(c, http.StatusOK, v)
 }
 
-// events is GET /v1/admin/events?since=RFC3339.
+// eventKinds are the values of GET /v1/admin/events?kind=, by the Kind
+// of the events they select.
+var eventKinds = map[string]string{"breaker": "", breaker.KindStore: breaker.KindStore, breaker.KindMapping: breaker.KindMapping}
+
+// latestEvents is how many events GET /v1/admin/events answers without
+// since.
+const latestEvents = 100
+
+// events is GET /v1/admin/events?since=RFC3339&kind=: all events, or those
+// of one kind (breaker transitions, store or mapping events).
 func (s *Server) events(c *gin.Context) {
 	log := s.opts.Breakers.Events()
-	raw, ok := c.GetQuery("since")
-	if !ok {
-		writeJSON(c, http.StatusOK, map[string]any{"events": nonNil(log.Latest(100))})
-		return
+	var params []problem.InvalidParam
+	rawKind, filter := c.GetQuery("kind")
+	kind, known := eventKinds[rawKind]
+	if filter && !known {
+		params = append(params, problem.InvalidParam{Name: "kind", Reason: "want breaker, store or mapping"})
 	}
+	raw, bounded := c.GetQuery("since")
 	since, err := time.Parse(time.RFC3339Nano, raw)
-	if err != nil {
-		s.fail(c, s.opts.Problems.Invalid(problem.InvalidParam{Name: "since", Reason: "not an RFC 3339 time"}), nil)
+	if bounded && err != nil {
+		params = append(params, problem.InvalidParam{Name: "since", Reason: "not an RFC 3339 time"})
+	}
+	if len(params) > 0 {
+		s.fail(c, s.opts.Problems.Invalid(params...), nil)
 		return
 	}
-	writeJSON(c, http.StatusOK, map[string]any{"events": nonNil(log.Since(since))})
+	var events []breaker.Event
+	switch {
+	case bounded:
+		events = log.Since(since)
+	case filter:
+		events = log.Since(time.Time{}) // every event kept: the latest of one kind are among them
+	default:
+		events = log.Latest(latestEvents)
+	}
+	if filter {
+		events = slices.DeleteFunc(events, func(e breaker.Event) bool { return e.Kind != kind })
+		if !bounded && len(events) > latestEvents {
+			events = events[len(events)-latestEvents:]
+		}
+	}
+	writeJSON(c, http.StatusOK, map[string]any{"events": nonNil(events)})
 }
 
 func nonNil(e []breaker.Event) []breaker.Event {

@@ -317,6 +317,22 @@ func (b *browser) waitUntil(t *testing.T, cond string) {
 	}
 }
 
+// screenshot saves what shot captures as docs/name.
+func (b *browser) screenshot(t *testing.T, shot chromedp.Action[[]byte], name string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, 20*time.Second)
+	png, err := chromedp.Run(ctx, shot)
+	cancel()
+	if err != nil {
+		t.Fatalf("screenshot: %v", err)
+	}
+	out := filepath.Join("..", "docs", name)
+	if err := os.WriteFile(out, png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("wrote %s (%d bytes)", out, len(png))
+}
+
 func (b *browser) problems() []string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -525,17 +541,7 @@ func TestDashboardInBrowser(t *testing.T) {
 		// Let open time accumulate a little so that the picture shows it.
 		time.Sleep(2500 * time.Millisecond)
 		b.waitFor(t, cardIn("caba", "by_domain", "open"))
-		ctx, cancel := context.WithTimeout(b.ctx, 20*time.Second)
-		png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
-		cancel()
-		if err != nil {
-			t.Fatalf("screenshot: %v", err)
-		}
-		out := filepath.Join("..", "docs", "dashboard.png")
-		if err := os.WriteFile(out, png, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		t.Logf("wrote %s (%d bytes)", out, len(png))
+		b.screenshot(t, chromedp.FullScreenshot(100), "dashboard.png")
 	}
 
 	// Reset turns it green at once, and the aggregator agrees.

@@ -34,6 +34,41 @@ type sourceOpsView struct {
 	// Memory is what the source's remembered answers spared over the
 	// window (SPEC 14); null when it does not remember.
 	Memory *memoryView `json:"memory"`
+	// Mapping is how the source's answers mapped over the last hour, as
+	// this replica read them (SPEC 13).
+	Mapping mappingView `json:"mapping"`
+}
+
+type mappingView struct {
+	Items           int                       `json:"items"`
+	Unmapped        map[string]map[string]int `json:"unmapped"`
+	UnknownStatuses []statusView              `json:"unknown_statuses"`
+	// ShapeChangedAt is when an answer last changed the source's shape
+	// within the hour; null when none did.
+	ShapeChangedAt *time.Time `json:"shape_changed_at"`
+}
+
+type statusView struct {
+	Text     string    `json:"text"`
+	Count    int       `json:"count"`
+	LastSeen time.Time `json:"last_seen"`
+}
+
+// mapping is source id's mapping section.
+func (s *Server) mapping(id string) mappingView {
+	v := mappingView{Unmapped: map[string]map[string]int{}, UnknownStatuses: []statusView{}}
+	if s.opts.Drift == nil {
+		return v
+	}
+	r := s.opts.Drift.Report(id)
+	v.Items, v.Unmapped = r.Items, r.Unmapped
+	for _, st := range r.UnknownStatuses {
+		v.UnknownStatuses = append(v.UnknownStatuses, statusView{Text: st.Text, Count: st.Count, LastSeen: st.LastSeen})
+	}
+	if !r.ShapeChangedAt.IsZero() {
+		v.ShapeChangedAt = &r.ShapeChangedAt
+	}
+	return v
 }
 
 // memoryView counts a source's answers taken from memory over the window.
@@ -72,7 +107,8 @@ func (s *Server) adminSources(c *gin.Context) {
 	out := []sourceOpsView{}
 	for _, m := range s.opts.Engine.Members() {
 		id := m.Source.ID()
-		v := sourceOpsView{ID: id, Jurisdiction: m.Source.Jurisdiction(), BreakerKey: m.BreakerKey, Outcomes: map[string]int64{}}
+		v := sourceOpsView{ID: id, Jurisdiction: m.Source.Jurisdiction(), BreakerKey: m.BreakerKey, Outcomes: map[string]int64{},
+			Mapping: s.mapping(id)}
 		if s.opts.Limiter != nil {
 			if ps := s.opts.Limiter.PauseStatus(ctx, id); ps.Until.After(now) {
 				v.Pause = &pauseView{Until: ps.Until, RetryAfter: ceilSeconds(ps.Until.Sub(now)), Reason: ps.Reason}

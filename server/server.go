@@ -16,6 +16,7 @@ import (
 
 	"github.com/multas/aggregator/breaker"
 	"github.com/multas/aggregator/correlation"
+	"github.com/multas/aggregator/drift"
 	"github.com/multas/aggregator/fanout"
 	"github.com/multas/aggregator/memory"
 	"github.com/multas/aggregator/metrics"
@@ -60,6 +61,9 @@ type Options struct {
 	// (readBody); DefaultReadTimeout when zero. HTTPServer takes the same
 	// value for the headers.
 	ReadTimeout time.Duration
+	// Drift is every source's mapping health, for GET /v1/admin/sources;
+	// its section is empty when nil.
+	Drift *drift.Tracker
 	// Tracer opens a server span per request, child of the caller's
 	// traceparent as Propagator (W3C Trace Context when nil) reads it; no
 	// spans when nil.

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/multas/aggregator"
+	"github.com/multas/aggregator/sources/mapping"
 )
 
 // ErrNotFound is the portal's 404 to a voucher request. It is wrapped in an
@@ -43,6 +44,11 @@ type Error struct {
 	// plain, at most 200 characters). It is the portal's text: never for
 	// logs, events, traces or metrics, and so never part of Error().
 	Detail string
+	// Health says how the answer mapped until it was refused (SPEC 13):
+	// the errors rule that decided it, the items read before the one that
+	// did not normalise, the pages read before. Zero when the portal's
+	// answer was not read (a timeout, a 5xx that no rule matched).
+	Health mapping.Health
 }
 
 // Error describes the failure by outcome, status and cause.

@@ -68,6 +68,10 @@ func (s *Source) lookupPages(ctx context.Context, o *operation, v *values, subj 
 		if err.Pause < ans.Pause {
 			err.Pause = ans.Pause
 		}
+		// The pages read before count for the mapping's health too.
+		h := ans.Health
+		h.Add(err.Health)
+		err.Health = h
 		return Answer{}, err
 	}
 	for n := 0; ; n++ {

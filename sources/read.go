@@ -56,7 +56,9 @@ func (s *Source) lookupPage(ctx context.Context, o *operation, v *values, subj m
 		}
 		return page{}, statusError(code, pg.pause)
 	case err != nil:
-		return page{}, answerError(ctx, code, pg.pause, err)
+		e := answerError(ctx, code, pg.pause, err)
+		e.Health = mp.Health
+		return page{}, e
 	}
 	pg.infractions, pg.items = mp.Infractions, mp.Items
 	if mp.NotFound || code < 200 || code > 299 {

@@ -133,6 +133,18 @@ func (d *Document) Element() (Node, error) {
 // HTML is n's element (html documents), or nil.
 func (n Node) HTML() *html.Node { return n.html }
 
+// XML is n's element (xml documents), or nil: nil too for an attribute.
+func (n Node) XML() *xmlquery.Node {
+	if n.attr != -1 {
+		return nil
+	}
+	return n.xml
+}
+
+// JSON is n's decoded value (json documents): nil, a string, a
+// json.Number, a bool, []any or map[string]any.
+func (n Node) JSON() any { return n.json }
+
 // Err is the context's error when it ended during an evaluation: what was
 // found until then is incomplete.
 func (d *Document) Err() error { return d.err }

@@ -75,7 +75,8 @@ const (
 const DefaultRetryAfter = 60 * time.Second
 
 // Mapping turns a portal's answers into infractions. It is built once by
-// Compile and only read afterwards: safe for concurrent use.
+// Compile and only read afterwards, but for the shapes it remembers
+// (under their own lock): safe for concurrent use.
 type Mapping struct {
 	format     document.Format // of the answers as received
 	final      document.Format // of the document items are read in (after unwrap)
@@ -100,6 +101,8 @@ type Mapping struct {
 	opts Options
 	loc  *time.Location
 	cur  string // the source's currency, upper case
+	// shapes remembers the item structures met (shape.go).
+	shapes *shapeCache
 }
 
 type unwrapStep struct {
@@ -170,7 +173,7 @@ type statusEntry struct {
 
 // Compile checks r and compiles it. Every problem is reported, as Errors.
 func Compile(r Response, opts Options) (*Mapping, error) {
-	c := compiler{m: &Mapping{opts: opts, loc: opts.Location, cur: strings.ToUpper(strings.TrimSpace(opts.Currency))}}
+	c := compiler{m: &Mapping{opts: opts, loc: opts.Location, cur: strings.ToUpper(strings.TrimSpace(opts.Currency)), shapes: &shapeCache{}}}
 	if c.m.loc == nil {
 		c.m.loc = time.UTC
 	}

@@ -53,6 +53,7 @@ func (r *run) fastJSON(body []byte) error {
 		return err
 	}
 	r.budget = 8*len(doc) + 64<<10
+	r.fastPath = true
 	v, found := m.fastItems.Resolve(doc[document.SkipSpace(doc, 0):])
 	switch {
 	case !found:
@@ -77,7 +78,7 @@ func (r *run) fastJSON(body []byte) error {
 			r.page.Infractions = make([]aggregator.Infraction, 0, min(len(v)/(len(item)+1)+1, 64))
 		}
 		var vals [numFields]fieldValue
-		r.fieldValues(item, e, &vals)
+		r.fast.item(r.fieldValues(item, e, &vals), item)
 		if r.budget < 0 {
 			return errTooMuchText
 		}
@@ -90,10 +91,11 @@ func (r *run) fastJSON(body []byte) error {
 	}
 }
 
-// fieldValues finds the value of every mapped field in item. For an
-// object item it reads the item once, matching each member against the
-// first token of every field's pointer.
-func (r *run) fieldValues(item []byte, e *entry, vals *[numFields]fieldValue) {
+// fieldValues finds the value of every mapped field in item, and returns
+// the hash of the item's structure (shape.go). For an object item it
+// reads the item once, matching each member against the first token of
+// every field's pointer, and hashing the member on the way.
+func (r *run) fieldValues(item []byte, e *entry, vals *[numFields]fieldValue) (shape uint64) {
 	m := r.m
 	var raw [numFields][]byte
 	objectFields := false
@@ -107,6 +109,8 @@ func (r *run) fieldValues(item []byte, e *entry, vals *[numFields]fieldValue) {
 		}
 	}
 	if objectFields {
+		shape = seedObject
+		var prev uint64
 		for it := (document.Iterator{B: item, I: 1}); ; {
 			k, ok := it.Next()
 			if !ok {
@@ -115,6 +119,10 @@ func (r *run) fieldValues(item []byte, e *entry, vals *[numFields]fieldValue) {
 			it.I = document.SkipSpace(item, it.I) + 1 // ':'
 			v, _ := it.Next()
 			key := document.KeyText(k)
+			// As rawHash does, so that both tell the same structures apart.
+			if mh := memberHash(key, v, 0); mh != prev {
+				shape, prev = mix(shape, mh), mh
+			}
 			for f := range numFields {
 				p := m.fastSels[f]
 				if m.fields[f].configured && len(p.Tokens) > 0 && string(key) == p.Tokens[0] {
@@ -138,6 +146,10 @@ func (r *run) fieldValues(item []byte, e *entry, vals *[numFields]fieldValue) {
 		}
 		vals[f] = e.orSet(f, vals[f])
 	}
+	if !objectFields {
+		shape = rawHash(item, 0)
+	}
+	return shape
 }
 
 // notNull is the value a pointer found, or nil when it found nothing or

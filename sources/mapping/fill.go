@@ -25,10 +25,12 @@ func (r *run) fill(vals *[numFields]fieldValue, inf *aggregator.Infraction) erro
 		Status:       aggregator.Unknown,
 	}
 	var firstErr error
+	affected := false
 	// problem records what happened to field f; a lookup stops at the
 	// first value that does not normalise.
 	problem := func(f field, why reason, cause string) {
 		r.page.Health.unmapped[f][why]++
+		affected = affected || why != suspectText
 		if r.ins != nil {
 			r.ins.problem(r, f, why, vals[f], cause)
 		}
@@ -92,11 +94,16 @@ func (r *run) fill(vals *[numFields]fieldValue, inf *aggregator.Infraction) erro
 		case fieldStatus:
 			if !r.status(normalize.Text(v.text), v, inf) {
 				problem(f, unknownStatus, "")
+				r.page.Health.addUnknown(inf.StatusRaw, 1)
 			}
 		}
 		if err != nil {
 			problem(f, invalid, err.Error())
 		}
+	}
+	r.page.Health.seen++
+	if affected {
+		r.page.Health.affected++
 	}
 	switch {
 	case inf.ID == "" && r.ins != nil && !m.fields[fieldID].configured:

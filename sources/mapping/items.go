@@ -133,6 +133,7 @@ func (r *run) item(d *document.Document, i int, it item) error {
 	if r.m.columns && r.isHeaderRow(d, n) {
 		return nil
 	}
+	r.names.itemNames(n)
 	if mt := r.m.match; mt != nil && mt.op == r.subj.Op {
 		keep, err := r.matches(d, e, n)
 		if err != nil {

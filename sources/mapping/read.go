@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -55,8 +56,62 @@ type Health struct {
 	// for none.
 	rule int
 	// unmapped counts the items in which a configured field did not map,
-	// by field and reason.
+	// by field and reason; affected counts the items in which any field
+	// was missing, invalid or of an unknown status.
 	unmapped [numFields][numReasons]int
+	affected int
+	// seen counts the items whose fields were read: those mapped, and
+	// the one that made the answer unreadable.
+	seen int
+	// unknown holds the status texts that status_map did not know, with
+	// how many items had each (at most maxUnknownTexts per answer).
+	unknown []StatusCount
+	// shape is the answer's (shape.go); nil without items.
+	shape *Shape
+}
+
+// StatusCount is a status text that status_map does not know, and how
+// many items had it. The text is the portal's, as mapped: it may be
+// anything a portal writes.
+type StatusCount struct {
+	Text string
+	N    int
+}
+
+// maxUnknownTexts bounds the unknown status texts a Health keeps.
+const maxUnknownTexts = 8
+
+// Shape is the structural names of the answer's items (of every page of
+// a lookup); nil when it had none.
+func (h *Health) Shape() *Shape { return h.shape }
+
+// Affected is the number of items in which some configured field was
+// missing, invalid or of an unknown status (SPEC 13 drift.unmapped_ratio).
+func (h *Health) Affected() int { return h.affected }
+
+// Seen is the number of items whose fields were read: those mapped, and
+// one that did not normalise (which makes the answer unreadable).
+func (h *Health) Seen() int { return h.seen }
+
+// UnknownStatuses calls yield for each status text that status_map did
+// not know (at most a few per answer), with how many items had it.
+func (h *Health) UnknownStatuses(yield func(text string, n int)) {
+	for _, u := range h.unknown {
+		yield(u.Text, u.N)
+	}
+}
+
+// addUnknown counts one item whose status text is not in status_map.
+func (h *Health) addUnknown(text string, n int) {
+	for i := range h.unknown {
+		if h.unknown[i].Text == text {
+			h.unknown[i].N += n
+			return
+		}
+	}
+	if len(h.unknown) < maxUnknownTexts {
+		h.unknown = append(h.unknown, StatusCount{Text: text, N: n})
+	}
 }
 
 // Rule is the index of the errors rule that decided the answer; ok is
@@ -126,6 +181,11 @@ func (m *Mapping) MaxItems() int { return m.maxItems }
 func (m *Mapping) Read(ctx context.Context, a Answer, s Subject) (Page, error) {
 	r := run{m: m, ctx: ctx, subj: s}
 	err := r.read(a)
+	if r.fastPath {
+		r.page.Health.shape = r.fast.shape(m.shapes, r.page.Items > 0)
+	} else {
+		r.page.Health.shape = r.names.shape(r.page.Items > 0)
+	}
 	return r.page, err
 }
 
@@ -140,6 +200,11 @@ type run struct {
 	parts  []document.Value
 	tables map[*html.Node]*headerRow
 	ins    *Inspection // when inspecting: every problem is recorded
+	// The shape of the items (shape.go): hashed on the fast path, named
+	// item by item on the general one.
+	fastPath bool
+	fast     fastShape
+	names    shapeBuilder
 }
 
 func (r *run) read(a Answer) error {
@@ -302,9 +367,11 @@ func containsInt(list []int, v int) bool {
 }
 
 // Add adds the counts of o to h (the pages of one lookup); the rule is
-// the last one that decided a page.
+// the last one that decided a page, the shape the union of theirs.
 func (h *Health) Add(o Health) {
 	h.Mapped += o.Mapped
+	h.affected += o.affected
+	h.seen += o.seen
 	if o.rule > 0 {
 		h.rule = o.rule
 	}
@@ -313,6 +380,14 @@ func (h *Health) Add(o Health) {
 			h.unmapped[f][r] += o.unmapped[f][r]
 		}
 	}
+	if len(o.unknown) > 0 {
+		// h may share its texts with the Health it was copied from.
+		h.unknown = slices.Clone(h.unknown)
+		for _, u := range o.unknown {
+			h.addUnknown(u.Text, u.N)
+		}
+	}
+	h.shape = union(h.shape, o.shape)
 }
 
 // Mapped lists the fields the mapping reads, by config name, in field

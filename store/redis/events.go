@@ -327,8 +327,8 @@ func (l *EventLog) read(from, to int) ([]breaker.Event, bool) {
 // decodeEvent decodes an entry of the log as Append writes it: false
 // unless it is a transition the admin API can serve (a time, a breaker, a
 // known operation and states, short UTF-8 text, evidence that is not
-// negative, a ratio within 0–1), or a store event (shared→local or back,
-// no breaker).
+// negative, a ratio within 0–1), a store event (shared→local or back,
+// no breaker), or a mapping event (validMapping).
 func decodeEvent(b []byte) (breaker.Event, bool) {
 	var e breaker.Event
 	if json.Unmarshal(b, &e) != nil || e.Time.IsZero() {
@@ -343,6 +343,11 @@ func decodeEvent(b []byte) (breaker.Event, bool) {
 	case breaker.KindStore: // the store's, as health.go writes it
 		ok = e.BreakerKey == "" && e.Operation == "" &&
 			(e.From == Shared && e.To == Local || e.From == Local && e.To == Shared)
+	case breaker.KindMapping: // a source's answers changed (mapping.go)
+		ok = validMapping(e)
+	}
+	if e.Kind != breaker.KindMapping && (e.Source != "" || e.Added != nil || e.Removed != nil || e.Unmapped != nil) {
+		ok = false
 	}
 	ok = ok && len(e.Reason) <= maxReason && utf8.ValidString(e.Reason) &&
 		ev.Calls >= 0 && ev.Failures >= 0 && ev.Failures <= ev.Calls && ev.ConsecutiveFailures >= 0 &&

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"math"
+	"reflect"
 	"strconv"
 	"strings"
 	"sync"
@@ -240,6 +241,10 @@ func FuzzDecodeEvent(f *testing.F) {
 		`{"time":"2026-03-14T09:00:00Z","breaker_key":"","operation":"","from":"shared","to":"local","reason":"redis store unreachable","evidence":{},"kind":"store"}`,
 		`{"time":"2026-03-14T09:00:00Z","breaker_key":"k","operation":"by_id","from":"local","to":"shared","kind":"store"}`,
 		`{"time":"2026-03-14T09:00:00Z","breaker_key":"k","operation":"by_id","from":"open","to":"closed","kind":"other"}`,
+		`{"time":"2026-03-14T09:00:00Z","breaker_key":"k","operation":"by_domain","from":"","to":"","reason":"shape","kind":"mapping","source":"caba","added":["/importe"],"removed":["/monto"],"unmapped":{"amount":{"missing":3}},"evidence":{"window_seconds":3600}}`,
+		`{"time":"2026-03-14T09:00:00Z","breaker_key":"k","operation":"by_domain","from":"","to":"","reason":"shape","kind":"mapping","source":"caba","added":["/AB123CD"]}`,
+		`{"time":"2026-03-14T09:00:00Z","breaker_key":"k","operation":"by_domain","from":"open","to":"closed","source":"caba"}`,
+		`{"time":"2026-03-14T09:00:00Z","breaker_key":"k","operation":"voucher","kind":"mapping","source":"caba","unmapped":{"amount":{"missing":-1}}}`,
 	} {
 		f.Add([]byte(seed))
 	}
@@ -254,8 +259,17 @@ func FuzzDecodeEvent(f *testing.F) {
 				t.Errorf("store event %+v accepted", e)
 			}
 		case "":
-			if e.BreakerKey == "" || !e.Operation.Valid() || !validState(e.From) || !validState(e.To) {
+			if e.BreakerKey == "" || !e.Operation.Valid() || !validState(e.From) || !validState(e.To) || e.Source != "" {
 				t.Errorf("event %+v accepted", e)
+			}
+		case breaker.KindMapping:
+			if e.Source == "" || e.From != "" || e.To != "" || e.Operation == aggregator.Voucher || len(e.Added) > 200 {
+				t.Errorf("mapping event %+v accepted", e)
+			}
+			for _, n := range append(append([]string(nil), e.Added...), e.Removed...) {
+				if strings.ContainsAny(n, "0123456789") {
+					t.Errorf("mapping event with the name %q accepted", n)
+				}
 			}
 		default:
 			t.Errorf("event of kind %q accepted", e.Kind)
@@ -266,7 +280,8 @@ func FuzzDecodeEvent(f *testing.F) {
 		}
 		again, ok := decodeEvent(enc)
 		if !ok || !again.Time.Equal(e.Time) || again.Evidence != e.Evidence || again.Reason != e.Reason ||
-			again.BreakerKey != e.BreakerKey || again.From != e.From || again.To != e.To || again.Kind != e.Kind {
+			again.BreakerKey != e.BreakerKey || again.From != e.From || again.To != e.To || again.Kind != e.Kind ||
+			again.Source != e.Source || !reflect.DeepEqual(again.Added, e.Added) || !reflect.DeepEqual(again.Unmapped, e.Unmapped) {
 			t.Errorf("event %+v does not survive a round trip: %+v, %v", e, again, ok)
 		}
 	})

@@ -81,7 +81,12 @@ func Usage(ctx context.Context, c *ClientWithResponses) error {
 		var latency *SourceLatency = s.LatencyMs
 		var succeeded *int64 = s.Outcomes.Succeeded
 		var perMinute float64 = s.CallsPerMinute
-		_, _, _, _ = pause, latency, succeeded, perMinute
+		var items int64 = s.Mapping.Items
+		var changed *time.Time = s.Mapping.ShapeChangedAt
+		var text string = s.Mapping.UnknownStatuses[0].Text
+		var seen time.Time = s.Mapping.UnknownStatuses[0].LastSeen
+		var missing *int64 = s.Mapping.Unmapped["amount"].Missing
+		_, _, _, _, _, _, _, _, _ = pause, latency, succeeded, perMinute, items, changed, text, seen, missing
 		if pause != nil {
 			var until time.Time = pause.Until
 			var reason string = pause.Reason
@@ -112,7 +117,10 @@ func Usage(ctx context.Context, c *ClientWithResponses) error {
 		var op EventOperation = ev.Operation
 		var after *float64 = ev.Evidence.RetryAfter
 		var failures *int64 = ev.Evidence.Failures
-		_, _, _, _, _, _ = kind, from, to, op, after, failures
+		var source *string = ev.Source
+		var added *[]string = ev.Added
+		var unmapped *UnmappedCounts = ev.Unmapped
+		_, _, _, _, _, _, _, _, _ = kind, from, to, op, after, failures, source, added, unmapped
 	}
 
 	d, err := c.ListDLQWithResponse(ctx)
