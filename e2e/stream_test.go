@@ -455,3 +455,104 @@ func TestStreamOutlivesWriteTimeout(t *testing.T) {
 		t.Errorf("summary %+v, want complete", sum)
 	}
 }
+
+// TestStreamMemory: a stream uses memory exactly as the JSON answer to
+// the same request does (SPEC 14): fresh answers are succeeded entries
+// with remembered and no portal call; with stale-if-error a remembered
+// answer stands in for a source that fails, its entry keeping its problem
+// and gaining remembered, its infractions streamed with stale: true; the
+// summary's counts, stale included, equal the JSON answer's, and a stream
+// whose every source was stood in for carries no problem.
+func TestStreamMemory(t *testing.T) {
+	t.Parallel()
+	for _, st := range memStores(t) {
+		for _, media := range streamMedia {
+			t.Run(st.name+"/"+media, func(t *testing.T) {
+				t.Parallel()
+				a, b := newPortal(t, lookups("A-1", "A-1-P")), newPortal(t, lookups("B-1", "B-1-P"))
+				// The breakers never trip: the entries stay failed, not
+				// skipped, however often the steps call a portal that is down.
+				steady := "breaker: {min_calls: 1000, consecutive_failures: 0}"
+				e := startMem(t, st, memKey, nil, "",
+					source{id: "a", url: a.URL, extra: []string{remembers, steady}},
+					source{id: "b", url: b.URL, extra: []string{remembers, steady}})
+				before := time.Now()
+				if first := e.byDomain(plate); first.status != http.StatusOK || !first.result.Complete {
+					t.Fatalf("first query: %d %+v", first.status, first.result.Summary)
+				}
+				after := time.Now()
+
+				// streamed reads a whole stream and the JSON answer to the
+				// same request, and checks that their counts agree.
+				streamed := func(cacheControl string) (map[string]sourceEvent, summaryEvent, answer) {
+					t.Helper()
+					h := http.Header{}
+					if cacheControl != "" {
+						h.Set("Cache-Control", cacheControl)
+					}
+					s := e.stream(media, "domain="+plate, h)
+					events := map[string]sourceEvent{}
+					for range 2 {
+						ev := next(t, s)
+						events[ev.Source] = ev
+					}
+					sum := last(t, s)
+					j := e.queryWith(cacheControl, "domain="+plate)
+					if j.status == http.StatusOK && (j.result.Summary != sum.Summary || j.result.Complete != sum.Complete) {
+						t.Errorf("Cache-Control %q: the stream's summary %+v, the JSON answer's %+v", cacheControl, sum.Summary, j.result.Summary)
+					}
+					return events, sum, j
+				}
+
+				// Fresh: from memory, no portal called.
+				events, sum, _ := streamed("")
+				if got := calls(a, b); !sameInts(got, []int{1, 1}) {
+					t.Errorf("fresh answers: portal calls %v, want [1 1]", got)
+				}
+				for _, s := range []string{"a", "b"} {
+					checkRemembered(t, events[s].sourceEntry, "succeeded", "", before, after)
+				}
+				if want := (summary{Total: 2, Succeeded: 2}); sum.Summary != want || !sum.Complete {
+					t.Errorf("fresh answers: summary %+v, want %+v", sum.Summary, want)
+				}
+
+				// b down, stale allowed: b's remembered answer stands in.
+				b.set(status(http.StatusServiceUnavailable))
+				events, sum, _ = streamed("no-cache, stale-if-error=600")
+				if events["a"].Remembered != nil || events["a"].Status != "succeeded" {
+					t.Errorf("a with no-cache: %+v, want from the portal", events["a"])
+				}
+				checkRemembered(t, events["b"].sourceEntry, "failed", "source-unavailable", before, after)
+				if ins := events["b"].Infractions; len(ins) != 1 || ins[0].ID != "B-1" || !ins[0].Stale {
+					t.Errorf("b's stood-in infractions %+v, want B-1, stale", ins)
+				}
+				if ins := events["a"].Infractions; len(ins) != 1 || ins[0].Stale {
+					t.Errorf("a's infractions %+v, want one, not stale", ins)
+				}
+				if want := (summary{Total: 2, Succeeded: 1, Failed: 1, Stale: 1}); sum.Summary != want || sum.Complete {
+					t.Errorf("b stood in for: summary %+v, want %+v, partial", sum.Summary, want)
+				}
+
+				// Both down: stood in for, the answer is still an answer.
+				a.set(status(http.StatusServiceUnavailable))
+				events, sum, j := streamed("no-cache, stale-if-error=600")
+				if want := (summary{Total: 2, Failed: 2, Stale: 2}); sum.Summary != want || sum.Problem != nil || j.status != http.StatusOK {
+					t.Errorf("both stood in for: summary %+v problem %+v (JSON %d), want %+v without a problem", sum.Summary, sum.Problem, j.status, want)
+				}
+				for _, s := range []string{"a", "b"} {
+					if ins := events[s].Infractions; len(ins) != 1 || !ins[0].Stale {
+						t.Errorf("%s's stood-in infractions %+v", s, ins)
+					}
+				}
+
+				// Both down, no stand-in asked for: the problem, as the JSON
+				// answer's 503.
+				_, sum, j = streamed("no-cache")
+				if sum.Problem == nil || j.status != http.StatusServiceUnavailable || sum.Summary.Stale != 0 {
+					t.Fatalf("no stand-in: summary %+v problem %+v (JSON %d), want no-source-available", sum.Summary, sum.Problem, j.status)
+				}
+				checkType(t, *sum.Problem, "no-source-available")
+			})
+		}
+	}
+}
