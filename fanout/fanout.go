@@ -227,7 +227,11 @@ func (e *Engine) query(ctx context.Context, q aggregator.Query, set []Member, bu
 	if each == nil {
 		var wg sync.WaitGroup
 		for i, m := range set {
-			wg.Go(func() { parts[i] = e.part(ctx, m, q, d, recalled[i]) })
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				parts[i] = e.part(ctx, m, q, d, recalled[i])
+			}()
 		}
 		wg.Wait()
 	} else {
