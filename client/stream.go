@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"mime"
 	"net/http"
-	"net/url"
 
 	"github.com/multas/aggregator"
 )
@@ -56,11 +55,7 @@ func (c *Client) StreamByID(ctx context.Context, id string, each func(aggregator
 }
 
 func (c *Client) stream(ctx context.Context, key, value string, each func(aggregator.Part) error, opts []QueryOption) (*aggregator.Result, error) {
-	q := url.Values{key: {value}}
-	for _, opt := range opts {
-		opt(q)
-	}
-	req, err := c.newRequest(ctx, http.MethodGet, "/v1/infractions", q, nil)
+	req, err := c.infractionsRequest(ctx, key, value, opts)
 	if err != nil {
 		return nil, err
 	}

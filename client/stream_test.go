@@ -6,8 +6,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"net/http/httputil"
-	"net/url"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -15,7 +13,7 @@ import (
 	"github.com/multas/aggregator"
 	"github.com/multas/aggregator/app"
 	"github.com/multas/aggregator/client"
-	"github.com/multas/aggregator/config"
+	"github.com/multas/aggregator/internal/apptest"
 	"github.com/multas/aggregator/portalsim"
 	"github.com/multas/aggregator/problem"
 )
@@ -82,60 +80,26 @@ func TestStream(t *testing.T) {
 // it), so the stream could not have been read whole first.
 func TestStreamArrival(t *testing.T) {
 	t.Parallel()
-	js := jurisdictions()
-	sim, err := portalsim.Start(js)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(sim.Close)
-	urls := sim.URLs()
-	var gates [2]chan struct{}
-	var turn atomic.Int64 // which gate the next request to santafe waits for
-	for i := range gates {
-		gates[i] = make(chan struct{})
-	}
-	target, err := url.Parse(urls["santafe"])
-	if err != nil {
-		t.Fatal(err)
-	}
-	proxy := httputil.NewSingleHostReverseProxy(target)
-	held := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		select {
-		case <-gates[turn.Add(1)-1]:
-			proxy.ServeHTTP(w, r)
-		case <-r.Context().Done():
-		}
-	}))
-	t.Cleanup(held.Close)
-	urls["santafe"] = held.URL
-	cfg, err := config.Parse([]byte(baseYAML+portalsim.AggregatorYAML(js, urls)), "test.yaml", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	a, err := app.New(cfg, app.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { a.Close() })
-	srv := httptest.NewServer(a.Server)
-	t.Cleanup(srv.Close)
-
-	for i, format := range formats { // one after the other: each has its gate
-		c := newClient(t, srv.URL, client.WithStreamFormat(format))
-		var order []string
-		res, err := c.StreamByDomain(t.Context(), portalsim.DemoPlate, func(p aggregator.Part) error {
-			order = append(order, p.Source)
-			if p.Source == "caba" {
-				close(gates[i])
+	for _, format := range formats {
+		t.Run(format, func(t *testing.T) {
+			t.Parallel()
+			e, santafe := apptest.StartHeld(t, jurisdictions(), baseYAML, app.Options{}, "santafe")
+			c := newClient(t, e.URL, client.WithStreamFormat(format))
+			var order []string
+			res, err := c.StreamByDomain(t.Context(), portalsim.DemoPlate, func(p aggregator.Part) error {
+				order = append(order, p.Source)
+				if p.Source == "caba" {
+					santafe.Release()
+				}
+				return nil
+			}, client.WithSources("santafe", "caba"))
+			if err != nil {
+				t.Fatal(err)
 			}
-			return nil
-		}, client.WithSources("santafe", "caba"))
-		if err != nil {
-			t.Fatalf("%s: %v", format, err)
-		}
-		if fmt.Sprint(order) != "[caba santafe]" || !res.Complete {
-			t.Errorf("%s: parts in the order %v (complete %v), want [caba santafe]", format, order, res.Complete)
-		}
+			if fmt.Sprint(order) != "[caba santafe]" || !res.Complete {
+				t.Errorf("parts in the order %v (complete %v), want [caba santafe]", order, res.Complete)
+			}
+		})
 	}
 }
 

@@ -31,11 +31,8 @@ type sourceEvent struct {
 }
 
 type summaryEvent struct {
-	Type  string `json:"type"`
-	Query struct {
-		Domain string `json:"domain"`
-		ID     string `json:"id"`
-	} `json:"query"`
+	Type     string      `json:"type"`
+	Query    queryEcho   `json:"query"`
 	Complete bool        `json:"complete"`
 	Summary  summary     `json:"summary"`
 	Problem  *problemDoc `json:"problem"`
@@ -87,31 +84,31 @@ func checkStreamHeaders(t *testing.T, resp *http.Response, media string) {
 	}
 }
 
-// next reads the next event, which must be a source event.
-func next(t *testing.T, s *apitest.Stream) sourceEvent {
+// read reads the next event, which must be of type typ, into v.
+func read(t *testing.T, s *apitest.Stream, typ string, v any) {
 	t.Helper()
 	ev, ok := s.Next(t)
 	if !ok {
-		t.Fatal("the stream ended before a source event")
+		t.Fatalf("the stream ended before a %s event", typ)
 	}
+	if ev.Type != typ || json.Unmarshal(ev.Data, v) != nil {
+		t.Fatalf("got event %s, want a %s event", ev.Data, typ)
+	}
+}
+
+// next reads the next event, which must be a source event.
+func next(t *testing.T, s *apitest.Stream) sourceEvent {
+	t.Helper()
 	var se sourceEvent
-	if ev.Type != "source" || json.Unmarshal(ev.Data, &se) != nil {
-		t.Fatalf("got event %s, want a source event", ev.Data)
-	}
+	read(t, s, "source", &se)
 	return se
 }
 
 // last reads the summary, which must be the last event.
 func last(t *testing.T, s *apitest.Stream) summaryEvent {
 	t.Helper()
-	ev, ok := s.Next(t)
-	if !ok {
-		t.Fatal("the stream ended before its summary")
-	}
 	var sum summaryEvent
-	if ev.Type != "summary" || json.Unmarshal(ev.Data, &sum) != nil {
-		t.Fatalf("got event %s, want the summary", ev.Data)
-	}
+	read(t, s, "summary", &sum)
 	if rest := s.Rest(t); len(rest) > 0 {
 		t.Errorf("%d events after the summary", len(rest))
 	}

@@ -4,15 +4,12 @@ import (
 	"bytes"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
-	"net/http/httputil"
-	"net/url"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/multas/aggregator/app"
-	"github.com/multas/aggregator/config"
+	"github.com/multas/aggregator/internal/apptest"
 	"github.com/multas/aggregator/portalsim"
 )
 
@@ -101,55 +98,21 @@ func TestQueryStreamPrintsAsItArrives(t *testing.T) {
 			js = append(js, j)
 		}
 	}
-	sim, err := portalsim.Start(js)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(sim.Close)
-	urls := sim.URLs()
-	target, err := url.Parse(urls["santafe"])
-	if err != nil {
-		t.Fatal(err)
-	}
-	gate := make(chan struct{})
-	proxy := httputil.NewSingleHostReverseProxy(target)
-	held := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		select {
-		case <-gate:
-			proxy.ServeHTTP(w, r)
-		case <-r.Context().Done():
-		}
-	}))
-	t.Cleanup(held.Close)
-	urls["santafe"] = held.URL
-	cfg, err := config.Parse([]byte("problems: {base_uri: \"https://aggregator.example/problems/\"}\ndefaults: {retry: {max_retries: 0}}\n"+
-		portalsim.AggregatorYAML(js, urls)), "stream-test.yaml", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	a, err := app.New(cfg, app.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { a.Close() })
-	srv := httptest.NewServer(a.Server)
-	t.Cleanup(srv.Close)
-
-	var once sync.Once
+	e, santafe := apptest.StartHeld(t, js, "problems: {base_uri: \"https://aggregator.example/problems/\"}\ndefaults: {retry: {max_retries: 0}}\n", app.Options{}, "santafe")
 	stdout := &notifying{write: func(sofar string) {
 		if strings.Contains(sofar, "caba: succeeded") {
-			once.Do(func() { close(gate) })
+			santafe.Release()
 		}
 	}}
 	var stderr bytes.Buffer
-	err = run(t.Context(), []string{"query", "--stream", "--domain", portalsim.DemoPlate, "--timeout", "10s", "--server", srv.URL}, func(string) string { return "" }, stdout, &stderr)
+	err := run(t.Context(), []string{"query", "--stream", "--domain", portalsim.DemoPlate, "--timeout", "10s", "--server", e.URL}, func(string) string { return "" }, stdout, &stderr)
 	out := stdout.buf.String()
 	if code := exitCode(err); code != 0 {
 		t.Fatalf("exit status %d (%v)\nstdout:\n%s\nstderr:\n%s", code, err, out, stderr.String())
 	}
-	caba, santafe := strings.Index(out, "caba: succeeded"), strings.Index(out, "santafe: succeeded")
-	if caba < 0 || santafe < caba {
-		t.Errorf("caba's part at %d, santafe's at %d, want caba first:\n%s", caba, santafe, out)
+	caba, sf := strings.Index(out, "caba: succeeded"), strings.Index(out, "santafe: succeeded")
+	if caba < 0 || sf < caba {
+		t.Errorf("caba's part at %d, santafe's at %d, want caba first:\n%s", caba, sf, out)
 	}
 	if !strings.Contains(out, fmt.Sprintf("%s: complete, 2 of 2 sources succeeded", portalsim.DemoPlate)) {
 		t.Errorf("no headline:\n%s", out)
