@@ -22,7 +22,8 @@ const benchBody = `{"items":[
  {"id":"A-2","date":"2026-01-02T10:00:00-03:00","amount":47500,"status":"PAGADA"},
  {"id":"A-3","date":"2025-12-24","amount":"1.234,56","status":"EN GESTION"}]}`
 
-// benchApp starts n portals answering three items each and an App over them.
+// benchApp starts n portals answering three items each and an App over
+// them, closed when the benchmark ends.
 func benchApp(b *testing.B, n int) *app.App {
 	return benchAppDelayed(b, n, 0)
 }
@@ -59,7 +60,7 @@ func benchAppDelayed(b *testing.B, n int, delay time.Duration) *app.App {
 	if err != nil {
 		b.Fatal(err)
 	}
-	b.Cleanup(func() { _ = a.Close() }) // its background work stops: goleak checks
+	b.Cleanup(func() { _ = a.Close() }) // before the portals: TestMain's goleak checks benchmarks too
 	return a
 }
 
