@@ -195,6 +195,10 @@ func TestStreamDeadline(t *testing.T) {
 			if want := (summary{Total: 2, Succeeded: 1, Failed: 1}); sum.Summary != want || sum.Complete || sum.Problem != nil {
 				t.Errorf("summary %+v, want %+v, partial", sum, want)
 			}
+			// A streamed query is counted as the JSON one would be.
+			if v := e.metric(`aggregator_queries_total{operation="by_domain",outcome="partial"}`); v != 1 {
+				t.Errorf("aggregator_queries_total partial: %v, want 1", v)
+			}
 		})
 	}
 }
