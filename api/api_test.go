@@ -59,7 +59,7 @@ var (
 
 // specEndpoints mirrors every endpoint of SPEC.md (sections 3, 5 and 7).
 var specEndpoints = []endpoint{
-	{"GET", "/v1/infractions", append([]int{200, 400, 503}, client...)},
+	{"GET", "/v1/infractions", append([]int{200, 204, 400, 503}, client...)},
 	{"GET", "/v1/sources/{source}/infractions/{infraction_id}/voucher", append([]int{200, 404, 502, 503, 504}, client...)},
 	{"GET", "/v1/sources", append([]int{200}, client...)},
 	{"POST", "/v1/queries", append([]int{202, 400, 408, 413}, client...)},
@@ -578,5 +578,80 @@ func TestCheckRequestID(t *testing.T) {
 		http.Header{"Content-Type": {"application/json"}, "X-Content-Type-Options": {"nosniff"}, "X-Request-Id": {"two words"}}, []byte(`{"status": "ok"}`))
 	if len(r.errors) == 0 {
 		t.Error("an X-Request-Id with a space was accepted")
+	}
+}
+
+// The events of streamed answers (SPEC 14) are checked one by one: the
+// SSE framing, and each event's data against the schema of its media
+// type.
+func TestCheckStream(t *testing.T) {
+	t.Parallel()
+	v := apitest.New(t)
+	const (
+		src = `{"type":"source","source":"caba","jurisdiction":"CABA","operation":"by_domain","status":"succeeded","count":1,"duration_ms":4,` +
+			`"infractions":[{"source":"caba","jurisdiction":"CABA","id":"Q-1","status":"unpaid"}]}`
+		failed = `{"type":"source","source":"pba","jurisdiction":"PBA","operation":"by_domain","status":"failed",` +
+			`"problem":{"type":"https://x.example/problems/deadline-exceeded","title":"Query deadline exceeded","status":504},"infractions":[]}`
+		sum  = `{"type":"summary","query":{"domain":"AB123CD"},"complete":false,"summary":{"total":2,"succeeded":1,"failed":1,"skipped":0,"stale":0}}`
+		none = `{"type":"summary","query":{"domain":"AB123CD"},"complete":false,"summary":{"total":1,"succeeded":0,"failed":1,"skipped":0,"stale":0},` +
+			`"problem":{"type":"https://x.example/problems/no-source-available","title":"No source available","status":503}}`
+	)
+	sse := func(retry bool, events ...string) string {
+		var b strings.Builder
+		if retry {
+			b.WriteString("retry: 86400000\n")
+		}
+		for i, data := range events {
+			var head struct{ Type string }
+			_ = json.Unmarshal([]byte(data), &head)
+			fmt.Fprintf(&b, "id: %d\nevent: %s\ndata: %s\n\n", i+1, head.Type, data)
+		}
+		return b.String()
+	}
+	ndjson := func(events ...string) string { return strings.Join(events, "\n") + "\n" }
+	header := func(ct string) http.Header {
+		return http.Header{"Content-Type": {ct}, "Cache-Control": {"no-store"}}
+	}
+	tests := []struct {
+		name, ct, body string
+		ok             bool
+	}{
+		{"sse", apitest.EventStream, sse(true, src, failed, sum), true},
+		{"sse, nothing answered", apitest.EventStream, sse(true, failed, none), true},
+		{"ndjson", apitest.NDJSON, ndjson(src, failed, sum), true},
+		{"ndjson, only the summary", apitest.NDJSON, ndjson(sum), true},
+		{"sse without retry", apitest.EventStream, sse(false, src, sum), false},
+		{"sse with a short retry", apitest.EventStream, strings.Replace(sse(true, src, sum), "86400000", "3000", 1), false},
+		{"sse ids out of order", apitest.EventStream, strings.Replace(sse(true, src, failed, sum), "id: 2", "id: 3", 1), false},
+		{"sse event misnamed", apitest.EventStream, strings.Replace(sse(true, src, sum), "event: source", "event: message", 1), false},
+		{"sse event without id", apitest.EventStream, strings.Replace(sse(true, src, sum), "id: 1\n", "", 1), false},
+		{"sse data over two lines", apitest.EventStream, strings.Replace(sse(true, src, sum), `"count":1,`, "\"count\":1,\ndata: ", 1), false},
+		{"no summary", apitest.NDJSON, ndjson(src, failed), false},
+		{"an event after the summary", apitest.NDJSON, ndjson(src, sum, failed), false},
+		{"empty", apitest.NDJSON, "", false},
+		{"not JSON", apitest.NDJSON, ndjson("{", sum), false},
+		{"unknown type", apitest.NDJSON, ndjson(strings.Replace(src, `"type":"source"`, `"type":"other"`, 1), sum), false},
+		{"source without infractions", apitest.NDJSON, ndjson(strings.Replace(src, `,"infractions":[{"source":"caba","jurisdiction":"CABA","id":"Q-1","status":"unpaid"}]`, "", 1), sum), false},
+		{"failed source without its problem", apitest.NDJSON, ndjson(strings.Replace(failed, `"problem"`, `"trouble"`, 1), sum), false},
+		{"summary without counts", apitest.NDJSON, ndjson(src, strings.Replace(sum, `"summary":`, `"totals":`, 1)), false},
+		{"summary with another problem", apitest.NDJSON, ndjson(failed, strings.Replace(none, "no-source-available", "internal", 1)), false},
+		{"a line cut off", apitest.NDJSON, strings.TrimSuffix(ndjson(src, sum), "\n"), false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			req := httptest.NewRequest("GET", "/v1/infractions?domain=AB123CD", nil)
+			r := &recorder{TB: t}
+			v.Check(r, req, 200, header(tt.ct), []byte(tt.body))
+			if tt.ok && len(r.errors) > 0 {
+				t.Errorf("Check rejected a valid stream:\n%s", strings.Join(r.errors, "\n"))
+			}
+			if !tt.ok && len(r.errors) == 0 {
+				t.Errorf("Check accepted an invalid stream")
+			}
+			for _, e := range r.errors {
+				t.Log(e)
+			}
+		})
 	}
 }

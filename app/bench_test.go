@@ -103,6 +103,37 @@ func BenchmarkHTTPQuery(b *testing.B) {
 	}
 }
 
+// BenchmarkHTTPStream is BenchmarkHTTPQuery answered as a stream (SPEC
+// 14), in each media type: what a client pays for its parts as they
+// come, read to the end.
+func BenchmarkHTTPStream(b *testing.B) {
+	for _, media := range []string{"text/event-stream", "application/x-ndjson"} {
+		b.Run(media, func(b *testing.B) {
+			a := benchApp(b, 10)
+			srv := httptest.NewServer(a.Server)
+			defer srv.Close()
+			client := srv.Client()
+			b.ReportAllocs()
+			for i := 0; b.Loop(); i++ {
+				req, err := http.NewRequest(http.MethodGet, fmt.Sprintf("%s/v1/infractions?domain=AB%03dCD", srv.URL, i%1000), nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				req.Header.Set("Accept", media)
+				resp, err := client.Do(req)
+				if err != nil {
+					b.Fatal(err)
+				}
+				body, err := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if err != nil || resp.StatusCode != http.StatusOK || !strings.Contains(string(body), `"complete":true`) {
+					b.Fatalf("status %d, %v: %.200s", resp.StatusCode, err, body)
+				}
+			}
+		})
+	}
+}
+
 // BenchmarkOverhead measures what the aggregator adds over the slowest
 // source: portals answer after 5 ms, queries go one at a time over HTTP,
 // and the p50/p99 of (latency - 5 ms) are reported.

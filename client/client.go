@@ -1,6 +1,7 @@
 // Package client is the Go client of the infractions aggregator's REST API
-// (api/openapi.yaml): synchronous queries, vouchers, asynchronous queries,
-// and the verification of their webhook deliveries.
+// (api/openapi.yaml): synchronous queries, answered whole or streamed source
+// by source, vouchers, asynchronous queries, and the verification of their
+// webhook deliveries.
 //
 // Results are the typed documents of package aggregator. Every error answer
 // of the server is a *problem.Problem (reachable with errors.As), so code
@@ -39,6 +40,9 @@ type Client struct {
 	http      *http.Client
 	apiKey    string
 	userAgent string
+	// streamFormat is the media type streamed queries ask for
+	// (WithStreamFormat); NDJSON when empty.
+	streamFormat string
 }
 
 // Option configures a Client.

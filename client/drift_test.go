@@ -39,6 +39,8 @@ func TestTypesMatchOpenAPI(t *testing.T) {
 		{"AsyncQueryRequest", reflect.TypeFor[client.AsyncRequest]()},
 		{"AsyncQuery", reflect.TypeFor[client.AsyncQuery]()},
 		{"WebhookEvent", reflect.TypeFor[client.WebhookEvent]()},
+		{"SourceEvent", reflect.TypeFor[aggregator.SourceEvent]()},
+		{"SummaryEvent", reflect.TypeFor[aggregator.SummaryEvent]()},
 	}
 	for _, tt := range tests {
 		t.Run(tt.schema, func(t *testing.T) {

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/multas/aggregator"
 	"github.com/multas/aggregator/client"
 	"github.com/multas/aggregator/portalsim"
 	"github.com/multas/aggregator/problem"
@@ -59,6 +60,40 @@ func ExampleClient_ByDomain() {
 	// pba      rate-limited
 	// rosario  unavailable, worth retrying soon
 	// santafe  1 found
+}
+
+// A streamed query: each source's part is printed as soon as that source
+// has answered (or failed), so a slow portal holds back only its own
+// line; the Result at the end has the counts of the whole answer.
+func ExampleClient_StreamByDomain() {
+	base, stop := demoAggregator() // an aggregator over simulated portals
+	defer stop()
+
+	c, err := client.New(base)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	res, err := c.StreamByDomain(context.Background(), "AB-123-CD", func(p aggregator.Part) error {
+		if p.Problem != nil {
+			fmt.Printf("%s: %s, %s\n", p.Source, p.Status, p.Problem.Slug)
+			return nil
+		}
+		fmt.Printf("%s: %d found\n", p.Source, len(p.Infractions))
+		return nil
+	})
+	if err != nil {
+		fmt.Println("no result:", err)
+		return
+	}
+	fmt.Printf("%s: complete=%v, %d of %d sources\n", res.Query.Domain, res.Complete, res.Summary.Succeeded, res.Summary.Total)
+	// Unordered output:
+	// caba: 2 found
+	// cordoba: skipped, circuit-open
+	// pba: failed, rate-limited
+	// rosario: failed, source-unavailable
+	// santafe: 1 found
+	// AB123CD: complete=false, 2 of 5 sources
 }
 
 // Retrying a query when the aggregator says when: here the only source's

@@ -50,11 +50,7 @@ func (c *Client) ByID(ctx context.Context, id string, opts ...QueryOption) (*agg
 }
 
 func (c *Client) infractions(ctx context.Context, key, value string, opts []QueryOption) (*aggregator.Result, error) {
-	q := url.Values{key: {value}}
-	for _, opt := range opts {
-		opt(q)
-	}
-	req, err := c.newRequest(ctx, http.MethodGet, "/v1/infractions", q, nil)
+	req, err := c.infractionsRequest(ctx, key, value, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -64,4 +60,13 @@ func (c *Client) infractions(ctx context.Context, key, value string, opts []Quer
 	}
 	setSlugs(&res)
 	return &res, nil
+}
+
+// infractionsRequest is GET /v1/infractions for key=value and opts.
+func (c *Client) infractionsRequest(ctx context.Context, key, value string, opts []QueryOption) (*http.Request, error) {
+	q := url.Values{key: {value}}
+	for _, opt := range opts {
+		opt(q)
+	}
+	return c.newRequest(ctx, http.MethodGet, "/v1/infractions", q, nil)
 }

@@ -444,14 +444,16 @@ func eventually(t *testing.T, within time.Duration, what string, cond func() boo
 // The wire documents, decoded independently of the server's own types.
 
 type result struct {
-	Query struct {
-		Domain string `json:"domain"`
-		ID     string `json:"id"`
-	} `json:"query"`
+	Query       queryEcho     `json:"query"`
 	Complete    bool          `json:"complete"`
 	Summary     summary       `json:"summary"`
 	Infractions []infraction  `json:"infractions"`
 	Sources     []sourceEntry `json:"sources"`
+}
+
+type queryEcho struct {
+	Domain string `json:"domain"`
+	ID     string `json:"id"`
 }
 
 type summary struct {

@@ -201,7 +201,7 @@ func queryKind(q aggregator.Query) string {
 // done in the background (retained sources of asynchronous queries,
 // watches).
 func (e *Engine) Query(ctx context.Context, q aggregator.Query, set []Member, budget time.Duration) aggregator.Result {
-	return e.query(ctx, q, set, budget, nil)
+	return e.query(ctx, q, set, budget, nil, nil)
 }
 
 // Answer is Query for a client whose request's directives are d (SPEC 14):
@@ -209,48 +209,68 @@ func (e *Engine) Query(ctx context.Context, q aggregator.Query, set []Member, bu
 // calling its portal, and, when d allows it, a recent one stands in for a
 // member that failed or was skipped.
 func (e *Engine) Answer(ctx context.Context, q aggregator.Query, set []Member, budget time.Duration, d memory.Directives) aggregator.Result {
-	return e.query(ctx, q, set, budget, &d)
+	return e.query(ctx, q, set, budget, &d, nil)
 }
 
-func (e *Engine) query(ctx context.Context, q aggregator.Query, set []Member, budget time.Duration, d *memory.Directives) aggregator.Result {
+// Stream is Answer that also hands each member's part to each as soon as
+// that member has its outcome (SPEC 14, Streaming), in the order they
+// finish: a member still without one when the budget runs out is handed
+// over as deadline-exceeded. each runs in the calling goroutine, one part
+// at a time, and Stream returns after the last, with the result that
+// Answer would have returned. A slow each holds back only the parts after
+// it: the members' calls go on meanwhile.
+func (e *Engine) Stream(ctx context.Context, q aggregator.Query, set []Member, budget time.Duration, d memory.Directives, each func(aggregator.Part)) aggregator.Result {
+	return e.query(ctx, q, set, budget, &d, each)
+}
+
+func (e *Engine) query(ctx context.Context, q aggregator.Query, set []Member, budget time.Duration, d *memory.Directives, each func(aggregator.Part)) aggregator.Result {
 	ctx, cancel := context.WithTimeout(ctx, budget)
 	defer cancel()
 	recalled := e.recall(ctx, q, set, d)
-	parts := make([]part, len(set))
-	var wg sync.WaitGroup
-	for i, m := range set {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			parts[i] = e.part(ctx, m, q, d, recalled[i])
-		}()
+	parts := make([]aggregator.Part, len(set))
+	if each == nil {
+		var wg sync.WaitGroup
+		for i, m := range set {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				parts[i] = e.part(ctx, m, q, d, recalled[i])
+			}()
+		}
+		wg.Wait()
+	} else {
+		// Buffered to the number of members: no goroutine waits for a
+		// slow each to take its part.
+		done := make(chan int, len(set))
+		for i, m := range set {
+			go func() {
+				parts[i] = e.part(ctx, m, q, d, recalled[i])
+				done <- i
+			}()
+		}
+		for range set {
+			each(parts[<-done])
+		}
 	}
-	wg.Wait()
 	entries := make([]aggregator.SourceResult, len(parts))
 	var infractions []aggregator.Infraction
 	for i, p := range parts {
-		entries[i] = p.entry
-		infractions = append(infractions, p.infractions...)
+		entries[i] = p.SourceResult
+		infractions = append(infractions, p.Infractions...)
 	}
 	return aggregator.NewResult(q, entries, infractions)
-}
-
-// part is one source's share of an answer.
-type part struct {
-	entry       aggregator.SourceResult
-	infractions []aggregator.Infraction
 }
 
 // shared makes identical calls in flight at the same time once. A follower
 // whose leader was cut short by the leader's own budget calls for itself.
 // t is the caller's memory ticket (memory.go), for the call it leads.
-func (e *Engine) shared(ctx context.Context, m Member, q aggregator.Query, t memory.Ticket) part {
+func (e *Engine) shared(ctx context.Context, m Member, q aggregator.Query, t memory.Ticket) aggregator.Part {
 	key := m.Source.ID() + "\x00" + string(q.Operation()) + "\x00" + q.Value()
 	ch := e.flight.DoChan(key, func() (any, error) { return e.lookup(ctx, m, q, t), nil })
 	select {
 	case r := <-ch:
-		p := r.Val.(part)
-		if r.Shared && p.entry.Outcome == aggregator.Deadline && ctx.Err() == nil {
+		p := r.Val.(aggregator.Part)
+		if r.Shared && p.Outcome == aggregator.Deadline && ctx.Err() == nil {
 			return e.lookup(ctx, m, q, t)
 		}
 		return p
@@ -262,7 +282,7 @@ func (e *Engine) shared(ctx context.Context, m Member, q aggregator.Query, t mem
 		defer grace.Stop()
 		select {
 		case r := <-ch:
-			return r.Val.(part)
+			return r.Val.(aggregator.Part)
 		case <-grace.C:
 		}
 		return e.entry(m, q.Operation(), aggregator.Deadline, 0, nil, 0, "The query's budget ran out before the source answered.")
@@ -271,11 +291,11 @@ func (e *Engine) shared(ctx context.Context, m Member, q aggregator.Query, t mem
 
 // lookup is one source's part of a query: limiter, breaker, calls, retries.
 // A success is remembered through t (taken now when t is not valid).
-func (e *Engine) lookup(ctx context.Context, m Member, q aggregator.Query, t memory.Ticket) (p part) {
+func (e *Engine) lookup(ctx context.Context, m Member, q aggregator.Query, t memory.Ticket) (p aggregator.Part) {
 	op := q.Operation()
 	t = e.ticket(ctx, m, q, t)
 	ctx, span := e.startLookup(ctx, m, op)
-	defer func() { span.end(p.entry.Outcome, problemType(p.entry.Problem)) }()
+	defer func() { span.end(p.Outcome, problemType(p.Problem)) }()
 	start := e.opts.Now()
 	var answer sources.Answer
 	res := e.call(ctx, m, op, span.counted(func(ctx context.Context) (int, time.Duration, error) {
@@ -294,20 +314,20 @@ func (e *Engine) lookup(ctx context.Context, m Member, q aggregator.Query, t mem
 	p = e.entry(m, op, aggregator.Succeeded, 0, nil, 0, "")
 	n := len(answer.Infractions)
 	ms := elapsed.Milliseconds()
-	p.entry.Count, p.entry.DurationMS = &n, &ms
-	p.infractions = answer.Infractions
+	p.Count, p.DurationMS = &n, &ms
+	p.Infractions = answer.Infractions
 	e.keep(ctx, t, answer.Infractions)
 	return p
 }
 
 // entry builds the sources[] entry of a source that did not succeed (or,
 // for Succeeded, the bare entry).
-func (e *Engine) entry(m Member, op aggregator.Operation, o aggregator.Outcome, status int, err error, retryAfter time.Duration, detail string) part {
+func (e *Engine) entry(m Member, op aggregator.Operation, o aggregator.Outcome, status int, err error, retryAfter time.Duration, detail string) aggregator.Part {
 	en := aggregator.SourceResult{Source: m.Source.ID(), Jurisdiction: m.Source.Jurisdiction(), Operation: op, Outcome: o}
 	switch {
 	case o == aggregator.Succeeded:
 		en.Status = aggregator.EntrySucceeded
-		return part{entry: en}
+		return aggregator.Part{SourceResult: en}
 	case o.Skipped():
 		en.Status = aggregator.EntrySkipped
 	default:
@@ -321,7 +341,7 @@ func (e *Engine) entry(m Member, op aggregator.Operation, o aggregator.Outcome, 
 		p.SetRetryAfter(retryAfter)
 	}
 	en.Problem = p
-	return part{entry: en}
+	return aggregator.Part{SourceResult: en}
 }
 
 // maxDetail bounds a problem's detail: what an answer could not be read

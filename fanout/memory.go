@@ -37,7 +37,7 @@ func (e *Engine) recall(ctx context.Context, q aggregator.Query, set []Member, d
 // call (no limiter, no breaker, no budget spent); otherwise the portal is
 // called, and, when that fails and d allows it, a recent remembered answer
 // stands in. With d nil nothing remembered is used.
-func (e *Engine) part(ctx context.Context, m Member, q aggregator.Query, d *memory.Directives, r memory.Recalled) part {
+func (e *Engine) part(ctx context.Context, m Member, q aggregator.Query, d *memory.Directives, r memory.Recalled) aggregator.Part {
 	mem := e.opts.Memory
 	if mem == nil || !m.Memory.Remembers() {
 		return e.shared(ctx, m, q, memory.Ticket{})
@@ -48,7 +48,7 @@ func (e *Engine) part(ctx context.Context, m Member, q aggregator.Query, d *memo
 		return e.remembered(m, q.Operation(), r.Answer)
 	}
 	p := e.shared(ctx, m, q, r.Ticket)
-	if p.entry.Status == aggregator.EntrySucceeded || d == nil || !d.MayStandIn(m.Memory) {
+	if p.Status == aggregator.EntrySucceeded || d == nil || !d.MayStandIn(m.Memory) {
 		return p
 	}
 	// The query's budget may be spent (the source was cut short by it):
@@ -58,23 +58,23 @@ func (e *Engine) part(ctx context.Context, m Member, q aggregator.Query, d *memo
 		return p
 	}
 	e.memoryHit(id, memory.HitStale)
-	p.entry.Remembered = &aggregator.Remembered{AsOf: a.AsOf}
-	p.infractions = make([]aggregator.Infraction, len(a.Infractions))
+	p.Remembered = &aggregator.Remembered{AsOf: a.AsOf}
+	p.Infractions = make([]aggregator.Infraction, len(a.Infractions))
 	for i, in := range a.Infractions {
 		in.Stale = true
-		p.infractions[i] = in
+		p.Infractions[i] = in
 	}
 	return p
 }
 
 // remembered is the succeeded entry of a fresh remembered answer: its
 // duration is none, no portal was called.
-func (e *Engine) remembered(m Member, op aggregator.Operation, a memory.Answer) part {
+func (e *Engine) remembered(m Member, op aggregator.Operation, a memory.Answer) aggregator.Part {
 	p := e.entry(m, op, aggregator.Succeeded, 0, nil, 0, "")
 	n, ms := len(a.Infractions), int64(0)
-	p.entry.Count, p.entry.DurationMS = &n, &ms
-	p.entry.Remembered = &aggregator.Remembered{AsOf: a.AsOf}
-	p.infractions = a.Infractions
+	p.Count, p.DurationMS = &n, &ms
+	p.Remembered = &aggregator.Remembered{AsOf: a.AsOf}
+	p.Infractions = a.Infractions
 	return p
 }
 

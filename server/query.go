@@ -18,9 +18,19 @@ import (
 	"github.com/multas/aggregator/sources"
 )
 
-// infractions is GET /v1/infractions (SPEC 3.1).
+// infractions is GET /v1/infractions (SPEC 3.1), answered as JSON or, when
+// the request's Accept prefers one, as a stream of events (SPEC 14).
 func (s *Server) infractions(c *gin.Context) {
 	start := s.opts.Now()
+	m := negotiate(c.Request.Header.Values("Accept"))
+	if m == mediaEventStream && reconnecting(c.Request) {
+		// The stream this EventSource read has ended: a 204 stops it, so
+		// that the query does not run again.
+		noStore(c)
+		c.Status(http.StatusNoContent)
+		c.Writer.WriteHeaderNow()
+		return
+	}
 	values := c.Request.URL.Query()
 	_, hasDomain := values["domain"]
 	_, hasID := values["id"]
@@ -36,9 +46,12 @@ func (s *Server) infractions(c *gin.Context) {
 	directives, bad := cacheControl(c, bad)
 	if len(bad) == 0 {
 		var set []fanout.Member
-		set, bad = s.opts.Engine.Select(q, only)
-		if len(bad) == 0 {
-			s.answer(c, q, set, budget, directives, start)
+		if set, bad = s.opts.Engine.Select(q, only); len(bad) == 0 {
+			if m == mediaJSON {
+				s.answer(c, q, set, budget, directives, start)
+			} else {
+				s.stream(c, m, q, set, budget, directives, start)
+			}
 			return
 		}
 	}
@@ -84,24 +97,13 @@ func cacheControl(c *gin.Context, bad []problem.InvalidParam) (memory.Directives
 func (s *Server) answer(c *gin.Context, q aggregator.Query, set []fanout.Member, budget time.Duration, d memory.Directives, start time.Time) {
 	res := s.opts.Engine.Answer(c.Request.Context(), q, set, budget, d)
 	noStore(c)
-	elapsed := s.opts.Now().Sub(start)
-	if res.Answered() {
-		outcome := "complete"
-		if !res.Complete {
-			outcome = "partial"
-		}
-		s.observeQuery(c.Request.Context(), q, outcome, elapsed)
+	outcome := queryOutcome(res)
+	s.observeQuery(c.Request.Context(), q, outcome, s.opts.Now().Sub(start))
+	if outcome != "unavailable" {
 		writeJSON(c, http.StatusOK, res)
 		return
 	}
-	s.observeQuery(c.Request.Context(), q, "unavailable", elapsed)
-	p := s.opts.Problems.New(problem.NoSourceAvailable, "No source answered; sources lists why, one by one.")
-	if len(res.Sources) == 0 {
-		p.Detail = "No configured source can answer this query."
-	}
-	if retry, ok := shortestRetry(res.Sources); ok {
-		p.RetryAfter = &retry
-	}
+	p := s.unanswered(res, "No source answered; sources lists why, one by one.")
 	s.fail(c, p, unavailable{Problem: p, Sources: res.Sources})
 }
 

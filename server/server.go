@@ -121,7 +121,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // within readTimeout (DefaultReadTimeout when zero) of its start:
 // late headers close the connection, a late body is answered 408 by the
 // Server's readBody, which reads it under this deadline. Writes may take
-// as long as the body and the longest query.
+// as long as the body and the longest query; a streamed answer sets its
+// own write deadline, its query's budget (stream.go).
 func HTTPServer(addr string, h http.Handler, readTimeout, maxDeadline time.Duration) *http.Server {
 	if readTimeout <= 0 {
 		readTimeout = DefaultReadTimeout

@@ -46,7 +46,8 @@ func exitCode(err error) int {
 
 const queryUsage = `usage: aggregator query (--domain PLATE | --id CUIT/DNI) [flags]
 
-Looks up infractions through a running aggregator. Exit status:
+Looks up infractions through a running aggregator; with --stream, each
+source's part is printed as soon as it has answered. Exit status:
   0  every source answered
   1  no result: the server refused the query (its problem is printed on
      stderr) or could not be reached
@@ -73,6 +74,7 @@ func query(ctx context.Context, args []string, getenv func(string) string, stdou
 	server := fs.String("server", "http://127.0.0.1:8080", "the aggregator's base `URL`")
 	apiKey := fs.String("api-key", "", "X-API-Key to send (default: $AGGREGATOR_API_KEY)")
 	output := fs.String("o", "table", "output `format`: table or json")
+	stream := fs.Bool("stream", false, "print each source's part as it arrives (json: one event a line), then the summary")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
@@ -117,6 +119,9 @@ func query(ctx context.Context, args []string, getenv func(string) string, stdou
 	// never answers.
 	ctx, cancel := context.WithTimeout(ctx, max(time.Minute, *timeout+10*time.Second))
 	defer cancel()
+	if *stream {
+		return queryStream(ctx, c, *domain, *id, *output, qopts, stdout, stderr)
+	}
 	var res *aggregator.Result
 	if *domain != "" {
 		res, err = c.ByDomain(ctx, *domain, qopts...)
@@ -125,7 +130,7 @@ func query(ctx context.Context, args []string, getenv func(string) string, stdou
 	}
 
 	if err != nil {
-		return reportQueryError(stdout, stderr, *output, err)
+		return reportQueryError(stdout, stderr, *output, err, true)
 	}
 	if *output == "json" {
 		if err := printJSON(stdout, res); err != nil {
@@ -134,16 +139,94 @@ func query(ctx context.Context, args []string, getenv func(string) string, stdou
 	} else {
 		printResult(stdout, res)
 	}
+	return resultStatus(res)
+}
+
+// resultStatus is the exit status of a result: 0 complete, 2 partial.
+func resultStatus(res *aggregator.Result) error {
 	if !res.Complete {
 		return exitPartial
 	}
 	return nil
 }
 
+// queryStream is `aggregator query --stream`: each source's part printed
+// as it arrives (a few lines each, or with -o json one event a line, as
+// the server's NDJSON), then the summary. Exit statuses are the same.
+func queryStream(ctx context.Context, c *client.Client, domain, id, output string, qopts []client.QueryOption, stdout, stderr io.Writer) error {
+	each := func(p aggregator.Part) error {
+		if output == "json" {
+			return json.NewEncoder(stdout).Encode(aggregator.SourceEvent{Type: aggregator.EventSource, Part: p})
+		}
+		printPart(stdout, p)
+		return nil
+	}
+	var res *aggregator.Result
+	var err error
+	if domain != "" {
+		res, err = c.StreamByDomain(ctx, domain, each, qopts...)
+	} else {
+		res, err = c.StreamByID(ctx, id, each, qopts...)
+	}
+	var u *client.Unavailable
+	switch {
+	case errors.As(err, &u) && output == "json":
+		// The stream's last line is its summary, the problem in it.
+		q, _ := aggregator.NewQuery(domain, id, domain != "", id != "")
+		sum := aggregator.NewSummaryEvent(aggregator.NewResult(q, u.Sources, nil))
+		sum.Problem = u.Problem
+		if err := json.NewEncoder(stdout).Encode(sum); err != nil {
+			return err
+		}
+		return reportQueryError(io.Discard, stderr, output, err, false)
+	case err != nil:
+		// The sources were printed as they came.
+		return reportQueryError(stdout, stderr, output, err, false)
+	}
+	if output == "json" {
+		if err := json.NewEncoder(stdout).Encode(aggregator.NewSummaryEvent(*res)); err != nil {
+			return err
+		}
+	} else {
+		fmt.Fprintln(stdout)
+		printHeadline(stdout, res)
+	}
+	return resultStatus(res)
+}
+
+// printPart writes one source's part: a line for its entry, then one per
+// infraction, indented.
+func printPart(w io.Writer, p aggregator.Part) {
+	line := p.Source + ": " + p.Status
+	if p.Count != nil {
+		line += fmt.Sprintf(", %d found", *p.Count)
+	}
+	if p.DurationMS != nil && p.Remembered == nil {
+		line += fmt.Sprintf(" in %v", time.Duration(*p.DurationMS)*time.Millisecond)
+	}
+	if p.Problem != nil {
+		line += ", " + string(p.Problem.Slug)
+		if d, ok := client.RetryAfter(p.Problem); ok {
+			line += fmt.Sprintf(" (retry after %v)", d)
+		}
+	}
+	if p.Remembered != nil {
+		line += "; remembered, as of " + p.Remembered.AsOf.Format(time.RFC3339)
+	}
+	fmt.Fprintln(w, line)
+	for _, in := range p.Infractions {
+		fields := []string{in.ID, dash(in.Date), dash(strings.TrimSpace(in.Amount + " " + in.Currency)), string(in.Status), dash(in.Description)}
+		if in.Stale {
+			fields = append(fields, "(stale)")
+		}
+		fmt.Fprintln(w, "  "+strings.Join(fields, "  "))
+	}
+}
+
 // reportQueryError prints a failed query: the problem on stderr and, for
-// no-source-available, the sources table (or, with -o json, the problem
-// document on stdout).
-func reportQueryError(stdout, stderr io.Writer, output string, err error) error {
+// no-source-available, the sources table when withSources (or, with -o
+// json, the problem document on stdout).
+func reportQueryError(stdout, stderr io.Writer, output string, err error, withSources bool) error {
 	var p *problem.Problem
 	if !errors.As(err, &p) {
 		fmt.Fprintln(stderr, "aggregator query:", err)
@@ -159,7 +242,7 @@ func reportQueryError(stdout, stderr io.Writer, output string, err error) error 
 		if err := printJSON(stdout, doc); err != nil {
 			return err
 		}
-	} else if isUnavailable {
+	} else if isUnavailable && withSources {
 		printSources(stdout, u.Sources)
 	}
 	fmt.Fprintf(stderr, "aggregator query: %s (%d %s)\n", p.Error(), p.Status, p.Slug)
@@ -181,17 +264,8 @@ func printJSON(w io.Writer, v any) error {
 // printResult writes a result as two tables: the sources, then the
 // infractions.
 func printResult(w io.Writer, res *aggregator.Result) {
-	subject := res.Query.Domain
-	if subject == "" {
-		subject = res.Query.ID
-	}
-	state := "complete"
-	if !res.Complete {
-		state = "partial"
-	}
-	s := res.Summary
-	fmt.Fprintf(w, "%s: %s, %d of %d sources succeeded (%d failed, %d skipped)\n\n",
-		subject, state, s.Succeeded, s.Total, s.Failed, s.Skipped)
+	printHeadline(w, res)
+	fmt.Fprintln(w)
 	printSources(w, res.Sources)
 	fmt.Fprintln(w)
 	if len(res.Infractions) == 0 {
@@ -206,6 +280,21 @@ func printResult(w io.Writer, res *aggregator.Result) {
 			in.Source, in.ID, dash(in.Date), dash(amount), in.Status, dash(in.Description))
 	}
 	tw.Flush()
+}
+
+// printHeadline writes what a result comes to, in one line.
+func printHeadline(w io.Writer, res *aggregator.Result) {
+	subject := res.Query.Domain
+	if subject == "" {
+		subject = res.Query.ID
+	}
+	state := "complete"
+	if !res.Complete {
+		state = "partial"
+	}
+	s := res.Summary
+	fmt.Fprintf(w, "%s: %s, %d of %d sources succeeded (%d failed, %d skipped)\n",
+		subject, state, s.Succeeded, s.Total, s.Failed, s.Skipped)
 }
 
 // printSources writes one row per source.

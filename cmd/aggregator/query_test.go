@@ -86,15 +86,7 @@ func TestQueryCommand(t *testing.T) {
 	base := startQueryTarget(t, "")
 	keyed := startQueryTarget(t, "[{name: cli, key: k3y, rps: 100}]")
 
-	tests := []struct {
-		name   string
-		args   []string
-		env    map[string]string
-		code   int
-		stdout []string // lines (padding squeezed) that must appear
-		stderr []string
-		json   int // when not 0, stdout is a JSON answer of this status, checked against the contract
-	}{
+	runQueryCases(t, []queryCase{
 		{
 			name: "complete",
 			args: []string{"--domain", "ab-123-cd", "--sources", "caba,santafe", "--server", base},
@@ -199,7 +191,23 @@ func TestQueryCommand(t *testing.T) {
 		{name: "unknown flag", args: []string{"--plate", "AB123CD"}, code: 2, stderr: []string{"flag provided but not defined: -plate", "usage: aggregator query"}},
 		{name: "flag without its value", args: []string{"--domain"}, code: 2, stderr: []string{"flag needs an argument: -domain", "usage: aggregator query"}},
 		{name: "help", args: []string{"-h"}, code: 0, stderr: []string{"usage: aggregator query"}},
-	}
+	})
+}
+
+// queryCase is one run of `aggregator query` and what it must print.
+type queryCase struct {
+	name   string
+	args   []string
+	env    map[string]string
+	code   int
+	stdout []string // lines (padding squeezed) that must appear
+	stderr []string
+	json   int  // when not 0, stdout is a JSON answer of this status, checked against the contract
+	events bool // stdout is a stream's events, one a line, checked against the contract
+}
+
+func runQueryCases(t *testing.T, tests []queryCase) {
+	t.Helper()
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
@@ -222,6 +230,10 @@ func TestQueryCommand(t *testing.T) {
 			}
 			if tt.json != 0 {
 				checkJSONOutput(t, tt.json, stdout.Bytes())
+			}
+			if tt.events {
+				header := http.Header{"Cache-Control": {"no-store"}, "Content-Type": {apitest.NDJSON}}
+				apitest.New(t).Check(t, httptest.NewRequest(http.MethodGet, "/v1/infractions", nil), http.StatusOK, header, stdout.Bytes())
 			}
 		})
 	}

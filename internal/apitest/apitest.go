@@ -22,7 +22,10 @@
 // lacks X-Content-Type-Options: nosniff (the document's description says
 // every one has it). Bodies of other types (text/html, text/plain,
 // application/pdf, application/yaml…) are checked for their content type
-// only.
+// only, but for the streams of GET /v1/infractions (text/event-stream,
+// application/x-ndjson), whose events are checked one by one against the
+// schema the document gives each (see Stream, which reads them as they
+// arrive).
 //
 // Two answers need no operation of their own: a 404 for a path the document
 // does not have, and a 405 for a path it has with another method. Both must
@@ -194,6 +197,9 @@ func (v *Validator) check(req *http.Request, status int, header http.Header, bod
 	if content.Get(header.Get("Content-Type")) == nil {
 		return fmt.Errorf("Content-Type %q is not declared for status %d of %s %s (declared: %s)",
 			header.Get("Content-Type"), status, route.Method, route.Path, strings.Join(keys(content), ", "))
+	}
+	if isStream(mediaType) && !head && body != nil {
+		return v.checkStream(req, status, mediaType, body)
 	}
 	return nil
 }

@@ -5,7 +5,11 @@ package apptest
 import (
 	"bytes"
 	"log/slog"
+	"net/http"
 	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"sync"
 	"testing"
 
 	"github.com/multas/aggregator/app"
@@ -29,7 +33,62 @@ func Start(t testing.TB, js []portalsim.Jurisdiction, header string, opts app.Op
 		t.Fatal(err)
 	}
 	t.Cleanup(sim.Close)
-	cfg, err := config.Parse([]byte(header+portalsim.AggregatorYAML(js, sim.URLs())), t.Name()+".yaml", nil)
+	return over(t, sim, js, sim.URLs(), header, opts)
+}
+
+// StartHeld is Start with the portal of jurisdiction id held: the
+// aggregator calls it through a gate, and every call waits until Release
+// (or until its caller goes away). A test proves that something happened
+// while that portal was still answering.
+func StartHeld(t testing.TB, js []portalsim.Jurisdiction, header string, opts app.Options, id string) (*Env, *Held) {
+	t.Helper()
+	sim, err := portalsim.Start(js)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(sim.Close)
+	urls := sim.URLs()
+	h := hold(t, urls[id])
+	urls[id] = h.url
+	return over(t, sim, js, urls, header, opts), h
+}
+
+// Held is a portal behind a gate (StartHeld).
+type Held struct {
+	url     string
+	release chan struct{}
+	once    sync.Once
+}
+
+// Release lets the calls waiting for the portal, and every later one,
+// through.
+func (h *Held) Release() { h.once.Do(func() { close(h.release) }) }
+
+// hold serves the portal at target behind a gate, until the test ends.
+func hold(t testing.TB, target string) *Held {
+	t.Helper()
+	u, err := url.Parse(target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := httputil.NewSingleHostReverseProxy(u)
+	h := &Held{release: make(chan struct{})}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-h.release:
+			proxy.ServeHTTP(w, r)
+		case <-r.Context().Done():
+		}
+	}))
+	t.Cleanup(srv.Close)
+	h.url = srv.URL
+	return h
+}
+
+// over starts an aggregator over the portals js of sim, found at urls.
+func over(t testing.TB, sim *portalsim.Server, js []portalsim.Jurisdiction, urls map[string]string, header string, opts app.Options) *Env {
+	t.Helper()
+	cfg, err := config.Parse([]byte(header+portalsim.AggregatorYAML(js, urls)), t.Name()+".yaml", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -142,6 +142,35 @@ func Usage(ctx context.Context, c *ClientWithResponses) error {
 		_ = available
 	}
 
+	// A streamed answer's events (SPEC 14): an integrator decodes each
+	// SSE data or NDJSON line into a StreamEvent and branches on its type.
+	var ev StreamEvent
+	if err := ev.UnmarshalJSON([]byte(`{"type": "summary"}`)); err != nil {
+		return err
+	}
+	switch typ, err := ev.Discriminator(); {
+	case err != nil:
+		return err
+	case typ == string(Source):
+		se, err := ev.AsSourceEvent()
+		if err != nil {
+			return err
+		}
+		var infractions []Infraction = se.Infractions
+		var status SourceEventStatus = se.Status
+		var asOf *Remembered = se.Remembered
+		_, _, _ = infractions, status, asOf
+	case typ == string(SummaryEventTypeSummary):
+		sum, err := ev.AsSummaryEvent()
+		if err != nil {
+			return err
+		}
+		var counts Summary = sum.Summary
+		var complete bool = sum.Complete
+		var why *StreamProblem = sum.Problem
+		_, _, _ = counts, complete, why
+	}
+
 	r, err := c.GetAdminReadyzWithResponse(ctx)
 	if err != nil {
 		return err

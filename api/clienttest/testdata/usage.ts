@@ -55,7 +55,20 @@ export const checks = [
   exact<Schemas["DLQEntry"]["payload"]["data"]["result"], Schemas["Result"]>(true),
   exact<NonNullable<Schemas["Readiness"]["checks"]>[string]["status"], Schemas["CheckStatus"]>(true),
   exact<NonNullable<Schemas["CoverageSource"]["operations"]["by_domain"]>["available"], boolean>(true),
+  exact<Schemas["StreamEvent"], Schemas["SourceEvent"] | Schemas["SummaryEvent"]>(true),
+  exact<Schemas["SourceEvent"]["type"], "source">(true),
+  exact<Schemas["SourceEvent"]["infractions"], Schemas["Infraction"][]>(true),
+  exact<Schemas["SummaryEvent"]["summary"], Schemas["Summary"]>(true),
+  exact<NonNullable<Schemas["SummaryEvent"]["problem"]>["type"], string>(true),
 ];
+
+// What a browser's EventSource (or an NDJSON reader) does with each event.
+export function describeEvent(ev: Schemas["StreamEvent"]): string {
+  if (ev.type === "source") {
+    return `${ev.source}: ${ev.status}, ${ev.infractions.length} infractions`;
+  }
+  return `${ev.summary.succeeded} of ${ev.summary.total} sources succeeded`;
+}
 
 // What an integrator writes: the first bad parameter of a 400, and why each
 // source failed in a 503.
