@@ -2,7 +2,9 @@ package async
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
@@ -45,6 +47,11 @@ type Options struct {
 	// Secret is webhooks.signing_secret, "whsec_<base64 key>"; empty
 	// sends deliveries unsigned.
 	Secret string
+	// Secrets are the webhook secrets of API keys, by key name
+	// (server.api_keys[].webhook_secret): a delivery whose Signer is one of
+	// them is signed with it, any other with Secret. An empty value is
+	// Secret.
+	Secrets map[string]string
 	// Timeout is webhooks.timeout: a delivery succeeds with a 2xx within
 	// it (10 s).
 	Timeout time.Duration
@@ -147,6 +154,7 @@ type Manager struct {
 	clock   Clock
 	guard   guard
 	key     []byte
+	keys    map[string][]byte // by API key name (Options.Secrets)
 	client  *http.Client
 	ownedTr *http.Transport
 	origins *originBreakers
@@ -180,9 +188,20 @@ func New(opts Options) (*Manager, error) {
 	if err != nil {
 		return nil, err
 	}
+	keys := make(map[string][]byte, len(opts.Secrets))
+	for name, secret := range opts.Secrets {
+		if secret == "" {
+			continue
+		}
+		k, err := ParseSecret(secret)
+		if err != nil {
+			return nil, fmt.Errorf("the webhook secret of API key %q: %w", name, err)
+		}
+		keys[name] = k
+	}
 	g := guard{resolver: opts.Resolver, allowPrivate: opts.AllowPrivate}
 	m := &Manager{
-		opts: opts, store: opts.Store, clock: opts.Clock, guard: g, key: key,
+		opts: opts, store: opts.Store, clock: opts.Clock, guard: g, key: key, keys: keys,
 		origins: newOriginBreakers(opts.BreakerFailures, opts.BreakerOpenFor, opts.Timeout+time.Second),
 		wake:    make(chan struct{}, 1),
 		sem:     make(chan struct{}, opts.Workers),
@@ -308,6 +327,9 @@ type Request struct {
 	// Directives are the request's Cache-Control (SPEC 14): the first run
 	// follows them; the sources retained after it never read memory.
 	Directives memory.Directives
+	// Signer is the name of the API key that sent the query: its webhook
+	// secret signs the delivery (Options.Secrets).
+	Signer string
 }
 
 // Submit accepts a query, runs it at once, and returns it as it stands:
@@ -323,7 +345,8 @@ func (m *Manager) Submit(ctx context.Context, r Request) (View, error) {
 		ID: newID("q_"), Status: Pending, Domain: r.Query.Domain, PersonID: r.Query.ID, IDKind: r.Query.IDKind,
 		CallbackURL: r.CallbackURL, CreatedAt: now, ExpiresAt: now.Add(wait),
 		// The request's span, which the work done later links to.
-		Trace: traceContextOf(ctx),
+		Trace:  traceContextOf(ctx),
+		Signer: r.Signer,
 	}
 	op := r.Query.Operation()
 	for _, mem := range r.Sources {
@@ -383,8 +406,8 @@ func (m *Manager) Redeliver(ctx context.Context, id string) error {
 		if msg == "" {
 			msg = "msg_" + e.QueryID
 		}
-		return &Delivery{ID: newID("dlv_"), MessageID: msg, QueryID: e.QueryID, CallbackURL: e.CallbackURL,
-			Payload: e.Payload, CreatedAt: now, Due: now, Trace: e.Trace}
+		return &Delivery{ID: newID("dlv_"), MessageID: msg, QueryID: e.QueryID, WatchID: e.WatchID, CallbackURL: e.CallbackURL,
+			Signer: e.Signer, Payload: e.Payload, CreatedAt: now, Due: now, Trace: e.Trace}
 	})
 	if err != nil {
 		return err
@@ -406,6 +429,68 @@ func (m *Manager) DeleteDLQ(ctx context.Context, id string) error {
 	m.opts.Logger.Info("dead letter deleted", "dlq_id", id)
 	m.reportDLQ(ctx)
 	return nil
+}
+
+// ErrInvalidDelivery is Send's refusal of a delivery that is not one this
+// package could have made.
+var ErrInvalidDelivery = errors.New("async: invalid delivery")
+
+// Send hands the delivery of other work (a watch's, SPEC 15) to the
+// manager's deliveries: signed, retried, held by its origin's breaker and
+// dead-lettered like a query's. d.ID must be derived from what the message
+// is (WatchMessage): a delivery already sent under that id is not sent
+// again while it is pending. d.Due is the earliest it goes (now when zero).
+func (m *Manager) Send(ctx context.Context, d Delivery) error {
+	now := m.clock.Now()
+	if d.CreatedAt.IsZero() {
+		d.CreatedAt = now
+	}
+	if d.Due.IsZero() {
+		d.Due = now
+	}
+	d.Attempts, d.LastError, d.Retained, d.Slot = 0, "", false, time.Time{}
+	doc, err := json.Marshal(&d)
+	if err != nil {
+		return err
+	}
+	if _, ok, _ := decodeDelivery(doc, d.ID); !ok || d.WatchID == "" {
+		return ErrInvalidDelivery
+	}
+	added, err := m.store.AddDelivery(ctx, &d)
+	if err != nil {
+		return err
+	}
+	if added {
+		m.opts.Logger.Info("webhook delivery scheduled", "delivery_id", d.ID, "watch_id", d.WatchID, "webhook_id", d.MessageID)
+		m.poke()
+	}
+	return nil
+}
+
+// CancelWatch drops the deliveries of watch id that have not gone yet,
+// and its dead letters: the watch was deleted or its subject forgotten.
+// An attempt already on the wire ends as it ends.
+func (m *Manager) CancelWatch(ctx context.Context, id string) error {
+	if !validID(id, "w_") {
+		return nil
+	}
+	n, err := m.store.CancelWatch(ctx, id)
+	if err != nil {
+		return err
+	}
+	if n > 0 {
+		m.opts.Logger.Info("webhook deliveries cancelled", "watch_id", id, "deliveries", n)
+		m.reportDLQ(ctx)
+	}
+	return nil
+}
+
+// signingKey is the key that signs the deliveries of signer.
+func (m *Manager) signingKey(signer string) []byte {
+	if k, ok := m.keys[signer]; ok {
+		return k
+	}
+	return m.key
 }
 
 func (m *Manager) reportDLQ(ctx context.Context) {
