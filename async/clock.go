@@ -27,3 +27,7 @@ type realTimer struct{ t *time.Timer }
 
 func (r realTimer) C() <-chan time.Time { return r.t.C }
 func (r realTimer) Stop() bool          { return r.t.Stop() }
+
+// WallClock is the wall clock, for other background work scheduled like
+// the manager's (watches).
+func WallClock() Clock { return realClock{} }
