@@ -178,7 +178,7 @@ type Manager struct {
 	// again holds the claim of a watch claimed anew while it was worked on
 	// here (its turn outlasted its lease): its token fences the turn in
 	// flight, and it is worked on once that turn ends.
-	again map[string]*Claim
+	again     map[string]*Claim
 	errLogged time.Time // when a store error was last logged (wall clock)
 
 	counted time.Time // the scheduler's own: when it last counted the watches

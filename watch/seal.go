@@ -46,7 +46,9 @@ func subject(q aggregator.Query) string {
 func subjectHash(k *memory.Keys, q aggregator.Query) string { return k.Hash("watch/" + subject(q)) }
 
 // subjectHashes are subjectHash under every key, current first.
-func subjectHashes(k *memory.Keys, q aggregator.Query) []string { return k.Hashes("watch/" + subject(q)) }
+func subjectHashes(k *memory.Keys, q aggregator.Query) []string {
+	return k.Hashes("watch/" + subject(q))
+}
 
 func sealSubject(k *memory.Keys, id string, q aggregator.Query) ([]byte, error) {
 	return k.Seal(associated(id, partSubject), []byte(subject(q)))
@@ -76,7 +78,9 @@ func openSubject(k *memory.Keys, id string, sealed []byte) (aggregator.Query, er
 	return q, nil
 }
 
-func parse(q aggregator.Query, bad []problem.InvalidParam) (aggregator.Query, bool) { return q, len(bad) > 0 }
+func parse(q aggregator.Query, bad []problem.InvalidParam) (aggregator.Query, bool) {
+	return q, len(bad) > 0
+}
 
 // Infractions are infractions per source: the last known ones of a watch,
 // or those its check in progress has read so far.
