@@ -330,6 +330,8 @@ type replicaOpts struct {
 	// clock schedules the manager and the deliveries: the fleet's fake
 	// clock when nil.
 	clock async.Clock
+	// maxPerKey is watches.max_per_key (5000 when zero).
+	maxPerKey int
 }
 
 // replica is one aggregator replica's watch machinery: a fan-out over the
@@ -395,6 +397,9 @@ func (f *fleet) replica(o replicaOpts) *replica {
 	if o.budget == 0 {
 		o.budget = time.Second
 	}
+	if o.maxPerKey == 0 {
+		o.maxPerKey = 5000
+	}
 	am, err := async.New(async.Options{Engine: r.eng, Breakers: set, Store: o.deliveries, Clock: clock,
 		AllowPrivate: true, Secret: defaultSecret, Secrets: map[string]string{"fleet": fleetSecret, "rental": rentalSecret},
 		Backoff: time.Second, MaxAttempts: 3})
@@ -414,7 +419,7 @@ func (f *fleet) replica(o replicaOpts) *replica {
 	m, err := New(Options{Engine: r.eng, Breakers: set, Limiter: o.limiter, Budgets: o.budgets,
 		Deliveries: deliveries, Keys: f.keys, Store: o.watches, Clock: clock, Observer: r.counts,
 		Budget: o.budget, MaxWait: time.Hour, MinInterval: time.Hour, DefaultInterval: 6 * time.Hour,
-		MaxPerKey: 5000, Workers: o.workers, Jitter: o.jitter, Lease: 20 * time.Second,
+		MaxPerKey: o.maxPerKey, Workers: o.workers, Jitter: o.jitter, Lease: 20 * time.Second,
 		Logger: slog.New(slog.NewTextHandler(testLog{t}, &slog.HandlerOptions{Level: slog.LevelInfo}))})
 	if err != nil {
 		t.Fatal(err)
