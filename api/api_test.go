@@ -64,6 +64,10 @@ var specEndpoints = []endpoint{
 	{"GET", "/v1/sources", append([]int{200}, client...)},
 	{"POST", "/v1/queries", append([]int{202, 400, 408, 413}, client...)},
 	{"GET", "/v1/queries/{qid}", append([]int{200, 404}, client...)},
+	{"POST", "/v1/watches", append([]int{201, 400, 404, 408, 409, 413}, client...)},
+	{"GET", "/v1/watches", append([]int{200, 400, 404}, client...)},
+	{"GET", "/v1/watches/{wid}", append([]int{200, 404}, client...)},
+	{"DELETE", "/v1/watches/{wid}", append([]int{204, 404}, client...)},
 	{"GET", "/v1/admin/breakers", append([]int{200}, admin...)},
 	{"POST", "/v1/admin/breakers/{key}/{operation}/reset", append([]int{200, 404, 408, 413}, admin...)},
 	{"POST", "/v1/admin/breakers/{key}/{operation}/open", append([]int{200, 404, 408, 413}, admin...)},
@@ -118,6 +122,8 @@ func TestEveryEndpointOfSpecIsDocumented(t *testing.T) {
 		switch {
 		case isAdmin:
 			want = []string{"AdminBearer"}
+		case strings.HasPrefix(e.path, "/v1/watches"):
+			want = []string{"ApiKey"} // a watch belongs to a key: always required
 		case isClient:
 			want = []string{"ApiKey", ""} // optional: only when api_keys is configured
 		}

@@ -40,6 +40,7 @@ type Metrics struct {
 	memoryHits    *prometheus.CounterVec
 	// memoryEntries counts the entries held in this process.
 	memoryEntries atomic.Pointer[func() int]
+	watches       watchMetrics
 
 	// created is when every count was zero; recent holds the snapshots
 	// behind Recent.
@@ -121,6 +122,8 @@ func New(breakers *breaker.Set) *Metrics {
 	reg.MustRegister(m.calls, m.callSeconds, m.queries, m.querySecs, m.transitions, m.Deliveries, m.DLQ, m.StoreDegraded,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		m.httpReqs, m.httpSecs, m.breakers, m.buildInfo, m.memoryHits, entries)
+	m.watches = newWatchMetrics()
+	reg.MustRegister(m.watches.collectors()...)
 	m.SetBuildInfo(BuildInfo{})
 	return m
 }
