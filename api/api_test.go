@@ -80,6 +80,7 @@ var specEndpoints = []endpoint{
 	{"DELETE", "/v1/admin/dlq/{id}", append([]int{204, 404, 408, 413}, admin...)},
 	{"GET", "/v1/admin/readyz", append([]int{200}, admin...)},
 	{"DELETE", "/v1/admin/memory", append([]int{204, 400, 404}, admin...)},
+	{"GET", "/v1/admin/watches", append([]int{200, 404}, admin...)},
 	{"GET", "/problems/{slug}", []int{200, 404, 503}},
 	{"GET", "/", []int{200, 503}},
 	{"GET", "/metrics", []int{200}},

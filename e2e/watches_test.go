@@ -191,6 +191,15 @@ func TestWatchesAPI(t *testing.T) {
 			t.Errorf("%s %s as %q: %d %s, want %d", c.method, c.path, c.key, resp.StatusCode, body, c.status)
 		}
 	}
+	// The operators' figures: the fleet's watches, checked against the
+	// contract like every answer here.
+	resp, body = e.admin(http.MethodGet, "/watches", "")
+	var stats struct {
+		Watches int `json:"watches"`
+	}
+	if resp.StatusCode != 200 || json.Unmarshal(body, &stats) != nil || stats.Watches != 3 {
+		t.Errorf("GET /v1/admin/watches: %d %s, want 3 watches", resp.StatusCode, body)
+	}
 	// A deleted watch frees its place under the limit.
 	if resp, body := e.as(fleetKey, http.MethodPost, "/v1/watches", `{"domain": "AD789EF", "callback_url": "`+hook+`"}`); resp.StatusCode != 201 {
 		t.Errorf("a watch after one was deleted: %d %s", resp.StatusCode, body)
@@ -202,6 +211,9 @@ func TestWatchesOffWithoutTheBlock(t *testing.T) {
 	t.Parallel()
 	p := newPortal(t, one("Q-1"))
 	e := startWith(t, source{id: "caba", url: p.URL})
+	if resp, b := e.admin(http.MethodGet, "/watches", ""); resp.StatusCode != 404 {
+		t.Errorf("GET /v1/admin/watches: %d %s, want 404", resp.StatusCode, b)
+	}
 	for _, c := range [][2]string{{"POST", "/v1/watches"}, {"GET", "/v1/watches"}, {"GET", "/v1/watches/w_x"}, {"DELETE", "/v1/watches/w_x"}} {
 		body := ""
 		if c[0] == "POST" {

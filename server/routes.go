@@ -31,6 +31,7 @@ func (s *Server) routes() {
 	admin.DELETE("/dlq/:id", s.deleteDLQ)
 	admin.GET("/readyz", s.adminReadyz)
 	admin.DELETE("/memory", s.forgetMemory)
+	admin.GET("/watches", s.watchStats)
 
 	r.GET("/problems/:slug", s.problemPage)
 	r.GET("/healthz", s.healthz)

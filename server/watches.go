@@ -26,6 +26,8 @@ type Watches interface {
 	Delete(ctx context.Context, owner, id string) error
 	// Forget deletes the watches of a subject (DELETE /v1/admin/memory).
 	Forget(ctx context.Context, q aggregator.Query) error
+	// Stats is the fleet's watches and backlog (GET /v1/admin/watches).
+	Stats(ctx context.Context) (watch.Stats, error)
 }
 
 var _ Watches = (*watch.Manager)(nil)
@@ -170,4 +172,53 @@ func (s *Server) watchError(c *gin.Context, err error, what string) bool {
 		s.failSlug(c, problem.Internal, "")
 	}
 	return true
+}
+
+// watchStatsView is GET /v1/admin/watches: the fleet's watches and how
+// late their checks start, for the dashboard.
+type watchStatsView struct {
+	Watches        int            `json:"watches"`
+	BacklogSeconds float64        `json:"backlog_seconds"`
+	Replica        watchesReplica `json:"replica"`
+}
+
+// watchesReplica is what this replica's checks did since it started.
+type watchesReplica struct {
+	ChecksStarted int64            `json:"checks_started"`
+	LagSeconds    lagQuantiles     `json:"lag_seconds"`
+	Checks        map[string]int64 `json:"checks"`
+	Changes       int64            `json:"changes"`
+}
+
+type lagQuantiles struct {
+	P50 float64 `json:"p50"`
+	P95 float64 `json:"p95"`
+}
+
+// watchStats is GET /v1/admin/watches; 404 without watches.
+func (s *Server) watchStats(c *gin.Context) {
+	if s.opts.Watches == nil {
+		s.failSlug(c, problem.NotFound, "Watches are not enabled on this server.")
+		return
+	}
+	st, err := s.opts.Watches.Stats(c.Request.Context())
+	if err != nil {
+		s.opts.Logger.ErrorContext(c.Request.Context(), "reading the watches' figures", "err", err.Error())
+		s.failSlug(c, problem.Internal, "")
+		return
+	}
+	v := watchStatsView{Watches: st.Watches, BacklogSeconds: st.Backlog.Seconds(),
+		Replica: watchesReplica{Checks: map[string]int64{}}}
+	for _, o := range watch.Outcomes {
+		v.Replica.Checks[o] = 0
+	}
+	if m := s.opts.Metrics; m != nil {
+		ws := m.WatchStats()
+		for o, n := range ws.Checks {
+			v.Replica.Checks[o] = n
+		}
+		v.Replica.ChecksStarted, v.Replica.Changes = ws.Started, ws.Changes
+		v.Replica.LagSeconds = lagQuantiles{P50: ws.LagP50.Seconds(), P95: ws.LagP95.Seconds()}
+	}
+	writeJSON(c, http.StatusOK, v)
 }

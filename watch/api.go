@@ -201,3 +201,29 @@ func statusOf(w *Watch, source string) *SourceStatus {
 	}
 	return nil
 }
+
+// Stats is the fleet's watches as operators see them.
+type Stats struct {
+	// Watches is the number of watches.
+	Watches int
+	// Backlog is how long the oldest due check has waited to start; 0
+	// when none is overdue.
+	Backlog time.Duration
+}
+
+// Stats reads the fleet's number of watches and its backlog.
+func (m *Manager) Stats(ctx context.Context) (Stats, error) {
+	n, err := m.store.Count(ctx)
+	if err != nil {
+		return Stats{}, err
+	}
+	s := Stats{Watches: n}
+	next, ok, err := m.store.NextDue(ctx)
+	if err != nil {
+		return Stats{}, err
+	}
+	if now := m.clock.Now(); ok && next.Before(now) {
+		s.Backlog = now.Sub(next)
+	}
+	return s, nil
+}
