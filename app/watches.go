@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/multas/aggregator/config"
+	"github.com/multas/aggregator/memory"
 	"github.com/multas/aggregator/ratelimit"
 	"github.com/multas/aggregator/watch"
 )
@@ -61,4 +62,12 @@ func webhookSecrets(cfg *config.Config) map[string]string {
 		}
 	}
 	return out
+}
+
+// keysOf is the memory's keys, nil without a memory.
+func keysOf(m *memory.Memory) *memory.Keys {
+	if m == nil {
+		return nil
+	}
+	return m.Keys()
 }

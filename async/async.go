@@ -169,11 +169,16 @@ type Delivery struct {
 	// Signer names the API key whose webhook secret signs the message
 	// (Options.Secrets); empty, or a key without one, means the default.
 	Signer string `json:"signer,omitempty"`
-	// Payload is the exact body sent on every attempt.
-	Payload   json.RawMessage `json:"payload"`
-	Attempts  int             `json:"attempts"`
-	LastError string          `json:"last_error,omitempty"`
-	CreatedAt time.Time       `json:"created_at"`
+	// Payload is the exact body sent on every attempt; nil when it is
+	// kept Sealed.
+	Payload json.RawMessage `json:"payload"`
+	// Sealed is the payload sealed with Options.Keys (the memory's, SPEC
+	// 14), for the deliveries of watches: what they report about a vehicle
+	// or a person is never stored in clear. It is opened for each attempt.
+	Sealed    []byte    `json:"sealed,omitempty"`
+	Attempts  int       `json:"attempts"`
+	LastError string    `json:"last_error,omitempty"`
+	CreatedAt time.Time `json:"created_at"`
 	// Due is when the delivery is next looked at.
 	Due time.Time `json:"due"`
 	// Retained is set once the origin's breaker held the delivery back:
@@ -204,4 +209,7 @@ type DLQEntry struct {
 	Trace TraceContext `json:"-"`
 	// Signer is the delivery's, which a redelivery keeps.
 	Signer string `json:"-"`
+	// Sealed is the delivery's sealed payload, which a redelivery keeps;
+	// DLQ opens it into Payload for the operators.
+	Sealed []byte `json:"-"`
 }

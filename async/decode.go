@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/multas/aggregator"
+	"github.com/multas/aggregator/memory"
 )
 
 // The decoders of the values RedisStore reads back. Redis contents are
@@ -126,7 +127,7 @@ func (p *Part) valid(op aggregator.Operation) bool {
 func decodeDelivery(doc []byte, id string) (_ *Delivery, ok, traceDropped bool) {
 	var d Delivery
 	if json.Unmarshal(doc, &d) != nil || d.ID != id || !validID(id, "dlv_") || !validOwner(d.QueryID, d.WatchID, d.MessageID) ||
-		!validSigner(d.Signer) || !validCallback(d.CallbackURL) || !validPayload(d.Payload) ||
+		!validSigner(d.Signer) || !validCallback(d.CallbackURL) || !validBody(d.Payload, d.Sealed) ||
 		d.Attempts < 0 || d.Attempts > maxAttempts || len(d.LastError) > maxText || !utf8.ValidString(d.LastError) ||
 		d.CreatedAt.IsZero() || !validTime(d.CreatedAt) || !validTime(d.Due) || !validTime(d.Slot) {
 		return nil, false, false
@@ -143,7 +144,7 @@ func decodeDLQ(v []byte, id string) (_ DLQEntry, ok, traceDropped bool) {
 	e := r.Entry
 	if e.ID != id || !validID(id, "dlv_") || !validOwner(e.QueryID, e.WatchID, "") || !validSigner(r.Signer) ||
 		!validCallback(e.CallbackURL) ||
-		!validPayload(e.Payload) || e.Attempts < 0 || e.Attempts > maxAttempts ||
+		!validBody(e.Payload, r.Sealed) || e.Attempts < 0 || e.Attempts > maxAttempts ||
 		len(e.LastError) > maxText || !utf8.ValidString(e.LastError) ||
 		!validTime(e.CreatedAt) || !validTime(e.FailedAt) || e.CreatedAt.IsZero() || e.FailedAt.IsZero() ||
 		r.MessageID != "" && !validOwner(e.QueryID, e.WatchID, r.MessageID) {
@@ -184,6 +185,18 @@ func validOwner(qid, wid, msg string) bool {
 
 // validSigner reports whether s can name an API key.
 func validSigner(s string) bool { return len(s) <= 256 && utf8.ValidString(s) }
+
+// validBody reports whether a delivery's body is exactly one of a payload
+// in clear and a sealed one (the memory's layout: at least its overhead).
+func validBody(p json.RawMessage, sealed []byte) bool {
+	if sealed == nil {
+		return validPayload(p)
+	}
+	return (p == nil || string(bytes.TrimSpace(p)) == "null") && len(sealed) >= memory.Overhead && len(sealed) <= maxSealed
+}
+
+// maxSealed bounds a sealed payload.
+const maxSealed = 16 << 20
 
 // validPayload reports whether p is a JSON object (an event envelope).
 func validPayload(p json.RawMessage) bool {

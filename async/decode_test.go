@@ -46,6 +46,9 @@ func FuzzDecode(f *testing.F) {
 	we := DLQEntry{ID: wd.ID, WatchID: wid, CallbackURL: q.CallbackURL, Attempts: 5, LastError: "HTTP 500",
 		CreatedAt: t0, FailedAt: t0, Payload: wd.Payload, MessageID: wmsg, Signer: "fleet-co"}
 	wedoc, _ := json.Marshal(we.record())
+	sd := *wd
+	sd.Payload, sd.Sealed = nil, bytes.Repeat([]byte{1}, 80)
+	sddoc, _ := json.Marshal(&sd)
 	for _, seed := range []struct {
 		kind uint8
 		id   string
@@ -58,7 +61,7 @@ func FuzzDecode(f *testing.F) {
 		{0, traced.ID, tdoc}, {0, traced.ID, bytes.Replace(tdoc, []byte("-01\""), []byte("-02\""), 1)},
 		{0, traced.ID, bytes.Replace(tdoc, []byte(`"vendor=v1"`), []byte(`"=,="`), 1)},
 		{1, td.ID, tddoc}, {2, e.ID, tedoc},
-		{1, wd.ID, wddoc}, {2, we.ID, wedoc},
+		{1, wd.ID, wddoc}, {2, we.ID, wedoc}, {1, sd.ID, sddoc},
 		{1, wd.ID, bytes.Replace(wddoc, []byte(`_3"`), []byte(`_03"`), 1)},
 		{1, wd.ID, bytes.Replace(wddoc, []byte(`"watch_id"`), []byte(`"query_id":"`+q.ID+`","watch_id"`), 1)},
 	} {

@@ -71,7 +71,7 @@ func (m *Manager) deliver(d *Delivery) {
 	if d.Attempts >= m.opts.MaxAttempts {
 		e := DLQEntry{ID: d.ID, QueryID: d.QueryID, WatchID: d.WatchID, CallbackURL: d.CallbackURL, Attempts: d.Attempts,
 			LastError: d.LastError, CreatedAt: d.CreatedAt, FailedAt: end, Payload: d.Payload, MessageID: d.MessageID,
-			Trace: d.Trace, Signer: d.Signer}
+			Trace: d.Trace, Signer: d.Signer, Sealed: d.Sealed}
 		if err := m.store.DeadLetter(ctx, d, e); err != nil {
 			m.storeError("dead-lettering a delivery", err)
 			return
@@ -113,9 +113,16 @@ func (m *Manager) hold(ctx context.Context, d *Delivery, now time.Time, wait tim
 // the timeout. The error says why not, without the URL. Its client span
 // starts a trace of its own, linked to the request that created the query.
 func (m *Manager) post(ctx context.Context, d *Delivery, at time.Time) error {
+	body := d.Payload
+	if d.Sealed != nil {
+		var err error
+		if body, err = m.open(d.MessageID, d.Sealed); err != nil {
+			return err
+		}
+	}
 	ctx, cancel := context.WithTimeout(d.Trace.link(ctx), m.opts.Timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, d.CallbackURL, bytes.NewReader(d.Payload))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, d.CallbackURL, bytes.NewReader(body))
 	if err != nil {
 		return fmt.Errorf("invalid callback URL")
 	}
@@ -125,7 +132,7 @@ func (m *Manager) post(ctx context.Context, d *Delivery, at time.Time) error {
 	h.Set(HeaderID, d.MessageID)
 	h.Set(HeaderTimestamp, strconv.FormatInt(at.Unix(), 10))
 	if key := m.signingKey(d.Signer); key != nil {
-		h.Set(HeaderSignature, Sign(key, d.MessageID, at, d.Payload))
+		h.Set(HeaderSignature, Sign(key, d.MessageID, at, body))
 	}
 	resp, err := m.client.Do(req)
 	if err != nil {

@@ -47,6 +47,10 @@ type Options struct {
 	// Secret is webhooks.signing_secret, "whsec_<base64 key>"; empty
 	// sends deliveries unsigned.
 	Secret string
+	// Keys, when set, seal the payloads of the deliveries handed to Send
+	// (the memory's keys, SPEC 14): what a watch reports is never stored
+	// in clear, pending or dead-lettered.
+	Keys *memory.Keys
 	// Secrets are the webhook secrets of API keys, by key name
 	// (server.api_keys[].webhook_secret): a delivery whose Signer is one of
 	// them is signed with it, any other with Secret. An empty value is
@@ -385,13 +389,44 @@ func (m *Manager) Get(ctx context.Context, id string) (View, error) {
 	return q.View(), nil
 }
 
-// DLQ lists the dead letter queue.
+// DLQ lists the dead letter queue, sealed payloads opened for the
+// operators. An entry whose payload no key opens (sealed under a memory
+// key no longer configured) is left out, with a log line naming it: DELETE
+// it by its id.
 func (m *Manager) DLQ(ctx context.Context) ([]DLQEntry, error) {
 	entries, err := m.store.DLQ(ctx)
 	if err == nil && m.opts.OnDLQ != nil {
 		m.opts.OnDLQ(len(entries))
 	}
-	return entries, err
+	out := entries[:0]
+	for _, e := range entries {
+		if e.Sealed != nil {
+			p, err := m.open(e.MessageID, e.Sealed)
+			if err != nil {
+				m.opts.Logger.Warn("dead letter's payload cannot be opened (sealed under a memory key no longer configured): not listed", "dlq_id", e.ID)
+				continue
+			}
+			e.Payload = p
+		}
+		out = append(out, e)
+	}
+	return out, err
+}
+
+// sealedAD is the associated data of a sealed payload: its webhook-id,
+// which a redelivery keeps.
+func sealedAD(msgID string) []byte { return []byte("aggregator/async/v1/payload/" + msgID) }
+
+// open opens a payload Send sealed.
+func (m *Manager) open(msgID string, sealed []byte) (json.RawMessage, error) {
+	if m.opts.Keys == nil {
+		return nil, errors.New("no memory key to open the sealed payload")
+	}
+	p, err := m.opts.Keys.Open(sealedAD(msgID), sealed)
+	if err != nil {
+		return nil, errors.New("the sealed payload cannot be opened (a memory key no longer configured?)")
+	}
+	return p, nil
 }
 
 // Redeliver takes DLQ entry id out of the queue as a fresh delivery of the
@@ -406,8 +441,12 @@ func (m *Manager) Redeliver(ctx context.Context, id string) error {
 		if msg == "" {
 			msg = "msg_" + e.QueryID
 		}
-		return &Delivery{ID: newID("dlv_"), MessageID: msg, QueryID: e.QueryID, WatchID: e.WatchID, CallbackURL: e.CallbackURL,
-			Signer: e.Signer, Payload: e.Payload, CreatedAt: now, Due: now, Trace: e.Trace}
+		d := &Delivery{ID: newID("dlv_"), MessageID: msg, QueryID: e.QueryID, WatchID: e.WatchID, CallbackURL: e.CallbackURL,
+			Signer: e.Signer, Payload: e.Payload, Sealed: e.Sealed, CreatedAt: now, Due: now, Trace: e.Trace}
+		if d.Sealed != nil {
+			d.Payload = nil
+		}
+		return d
 	})
 	if err != nil {
 		return err
@@ -449,6 +488,13 @@ func (m *Manager) Send(ctx context.Context, d Delivery) error {
 		d.Due = now
 	}
 	d.Attempts, d.LastError, d.Retained, d.Slot = 0, "", false, time.Time{}
+	if m.opts.Keys != nil && d.Payload != nil {
+		sealed, err := m.opts.Keys.Seal(sealedAD(d.MessageID), d.Payload)
+		if err != nil {
+			return err
+		}
+		d.Payload, d.Sealed = nil, sealed
+	}
 	doc, err := json.Marshal(&d)
 	if err != nil {
 		return err

@@ -90,17 +90,22 @@ type dlqRecord struct {
 	MessageID string       `json:"message_id"`
 	Trace     TraceContext `json:"trace,omitzero"`
 	Signer    string       `json:"signer,omitempty"`
+	Sealed    []byte       `json:"sealed,omitempty"`
 }
 
 // record is e as stored.
 func (e DLQEntry) record() dlqRecord {
-	return dlqRecord{Entry: e, MessageID: e.MessageID, Trace: e.Trace, Signer: e.Signer}
+	r := dlqRecord{Entry: e, MessageID: e.MessageID, Trace: e.Trace, Signer: e.Signer, Sealed: e.Sealed}
+	if e.Sealed != nil {
+		r.Entry.Payload = nil // never stored in clear
+	}
+	return r
 }
 
 // entry is the DLQ entry r stores.
 func (r dlqRecord) entry() DLQEntry {
 	e := r.Entry
-	e.MessageID, e.Trace, e.Signer = r.MessageID, r.Trace, r.Signer
+	e.MessageID, e.Trace, e.Signer, e.Sealed = r.MessageID, r.Trace, r.Signer, r.Sealed
 	return e
 }
 

@@ -5,11 +5,13 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/multas/aggregator"
 	"github.com/multas/aggregator/client"
+	"github.com/multas/aggregator/memory"
 )
 
 // The deliveries of a watch (SPEC 15), in every Store: the same message
@@ -200,5 +202,60 @@ func TestCancelWatchStopsItsDeliveries(t *testing.T) {
 	}
 	if ds := r.store.pending(t); len(ds) != 0 {
 		t.Errorf("pending after CancelWatch: %+v", ds)
+	}
+}
+
+// With the memory's keys, a watch's payload is sealed wherever it is
+// stored, pending or dead-lettered, and opened only to be sent (the same
+// bytes, signed as sent) or listed for the operators.
+func TestWatchPayloadSealed(t *testing.T) {
+	t.Parallel()
+	keys, err := memory.NewKeys([]byte("0123456789abcdef0123456789abcdef"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := []byte("0123456789abcdef0123456789abcdef")
+	r := newRig(t, Options{AllowPrivate: true, Keys: keys, MaxAttempts: 2, Backoff: time.Second,
+		Secret: "whsec_" + base64.StdEncoding.EncodeToString(key)})
+	recv := newReceiver(t, r.clock, 500)
+	wid := "w_" + newID("")
+	id, msg := WatchMessage(wid, 1)
+	payload := `{"type":"infractions.changed","data":{"subject":{"domain":"AB123CD"}}}`
+	if err := r.m.Send(context.Background(), Delivery{ID: id, MessageID: msg, WatchID: wid, CallbackURL: recv.srv.URL,
+		Payload: json.RawMessage(payload)}); err != nil {
+		t.Fatal(err)
+	}
+	inClear := func() bool {
+		r.store.mu.Lock()
+		defer r.store.mu.Unlock()
+		for _, b := range r.store.deliveries {
+			if strings.Contains(string(b), "AB123CD") {
+				return true
+			}
+		}
+		for _, e := range r.store.dlq {
+			if b, _ := json.Marshal(e); strings.Contains(string(b), "AB123CD") {
+				return true
+			}
+		}
+		return false
+	}
+	if inClear() {
+		t.Error("a pending watch delivery holds its payload in clear")
+	}
+	eventually(t, "first attempt", func() bool { return len(recv.hooks()) == 1 })
+	r.clock.Advance(time.Second)
+	eventually(t, "dead-lettered", func() bool { n, _ := r.store.DLQLen(context.Background()); return n == 1 })
+	for _, h := range recv.hooks() {
+		if string(h.body) != payload || h.header.Get(HeaderSignature) != Sign(key, msg, h.at, h.body) {
+			t.Errorf("sent %s signed %s: want the payload as given, signed", h.body, h.header.Get(HeaderSignature))
+		}
+	}
+	if inClear() {
+		t.Error("a watch's dead letter holds its payload in clear")
+	}
+	entries, err := r.m.DLQ(context.Background())
+	if err != nil || len(entries) != 1 || string(entries[0].Payload) != payload || entries[0].WatchID != wid {
+		t.Errorf("DLQ = %+v, %v; want the payload opened for the operators", entries, err)
 	}
 }
