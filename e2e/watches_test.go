@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/multas/aggregator/client"
+	"github.com/multas/aggregator/internal/redistest"
 )
 
 // The watches of SPEC 15, end to end: the whole replica over real portals,
@@ -359,5 +360,61 @@ func TestWatchEndToEnd(t *testing.T) {
 				t.Errorf("after the erasure: %d deliveries, %d portal calls; want none more", n, p.calls()-calls)
 			}
 		})
+	}
+}
+
+// TestWatchNoPersonalDataInRedis watches a plate and a person with a
+// receiver that refuses every delivery, so that the deliveries are
+// retried and dead-lettered, then reads every key and value in Redis: none
+// holds the plate, the CUIT or the DNI in any spelling; the watches are
+// there (the scan saw them), and the operators still read the dead letters.
+func TestWatchNoPersonalDataInRedis(t *testing.T) {
+	t.Parallel()
+	st := redisStore(t)
+	p := newPortal(t, one("Q-1"))
+	text := strings.Replace(watchYAML(st, source{id: "caba", url: p.URL}), "allow_private: true, backoff: 100ms}", "allow_private: true, backoff: 100ms, max_attempts: 2}", 1)
+	e := replica(t, st.name, text)
+	refusing := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(500) }))
+	t.Cleanup(refusing.Close)
+	for _, subject := range []string{`"domain": "ab-123-cd"`, `"id": "` + cuit + `"`} {
+		if resp, body := e.as(fleetKey, http.MethodPost, "/v1/watches", `{`+subject+`, "callback_url": "`+refusing.URL+`", "interval": "1s"}`); resp.StatusCode != 201 {
+			t.Fatalf("POST /v1/watches: %d %s", resp.StatusCode, body)
+		}
+	}
+	var dlq struct {
+		Entries []struct {
+			WatchID string          `json:"watch_id"`
+			Payload json.RawMessage `json:"payload"`
+		} `json:"entries"`
+	}
+	eventually(t, 20*time.Second, "both baselines dead-lettered", func() bool {
+		_, body := e.admin(http.MethodGet, "/dlq", "")
+		return json.Unmarshal(body, &dlq) == nil && len(dlq.Entries) >= 2
+	})
+	for _, en := range dlq.Entries {
+		if en.WatchID == "" || !strings.Contains(string(en.Payload), "infractions.changed") {
+			t.Errorf("dead letter %+v: want the watch's, its payload opened for the operators", en)
+		}
+	}
+	c, _ := redistest.Connect(t)
+	all := scanRedis(t, c, st.prefix)
+	watches := 0
+	for k, vals := range all {
+		if strings.Contains(k, "{watches}:w:") {
+			watches++
+		}
+		for _, s := range plateSpellings() {
+			if strings.Contains(strings.ToLower(k), strings.ToLower(s)) {
+				t.Errorf("key %q holds %q", k, s)
+			}
+			for _, v := range vals {
+				if strings.Contains(strings.ToLower(v), strings.ToLower(s)) {
+					t.Errorf("the value of %q holds %q", k, s)
+				}
+			}
+		}
+	}
+	if watches != 2 {
+		t.Errorf("%d watches in Redis, want 2: %v", watches, keysOf(all))
 	}
 }

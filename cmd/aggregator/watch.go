@@ -18,11 +18,14 @@ const watchUsage = `usage: aggregator watch create (--domain PLATE | --id CUIT/D
        aggregator watch get ID [flags]
        aggregator watch list [--cursor C] [--limit N] [--all] [flags]
        aggregator watch delete ID [flags]
+       aggregator watch receive [--listen ADDR] [--secret WHSEC]
 
 Manages the watches of an API key on a running aggregator (SPEC 15): a
 vehicle or a person checked every interval, whose changes (a new
 infraction, one paid) are posted to the callback, signed with the key's
 webhook secret. The aggregator needs a watches block and API keys.
+watch receive is such a callback, for trying watches out: it verifies each
+delivery's signature and prints what changed, until interrupted.
 Exit status: 0 done; 1 the server refused (its problem is printed on
 stderr) or could not be reached; 2 a command line that cannot be run
 (nothing is asked, this usage is printed on stderr).
@@ -38,15 +41,17 @@ func watchCmd(ctx context.Context, args []string, getenv func(string) string, st
 	}
 	switch sub {
 	case "create", "get", "list", "delete":
+	case "receive":
+		return watchReceive(ctx, args, getenv, stdout, stderr)
 	case "-h", "-help", "--help":
 		fmt.Fprint(stdout, watchUsage)
 		return nil
 	case "":
-		fmt.Fprint(stderr, "aggregator watch: a subcommand is required (create, get, list, delete)\n\n")
+		fmt.Fprint(stderr, "aggregator watch: a subcommand is required (create, get, list, delete, receive)\n\n")
 		fmt.Fprint(stderr, watchUsage)
 		return exitUsage
 	default:
-		fmt.Fprintf(stderr, "aggregator watch: unknown subcommand %q (known: create, get, list, delete)\n\n", sub)
+		fmt.Fprintf(stderr, "aggregator watch: unknown subcommand %q (known: create, get, list, delete, receive)\n\n", sub)
 		fmt.Fprint(stderr, watchUsage)
 		return exitUsage
 	}
