@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"time"
 
 	"github.com/multas/aggregator"
@@ -357,7 +358,11 @@ func (m *Manager) finish(ctx context.Context, c *Claim, q aggregator.Query, held
 		return // taken over, or deleted: the other turn reports
 	}
 	m.observe(outcome, changed)
-	m.opts.Logger.Info("watch checked", "watch_id", w.ID, "outcome", outcome, "changes", changed,
+	level := slog.LevelInfo
+	if outcome == OutcomeUnchanged {
+		level = slog.LevelDebug // the common case, at every interval of every watch
+	}
+	m.opts.Logger.Log(ctx, level, "watch checked", "watch_id", w.ID, "outcome", outcome, "changes", changed,
 		"baseline_sources", len(baseline), "sources", len(configured))
 	if out != nil {
 		c.Version = u.Version

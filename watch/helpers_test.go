@@ -332,6 +332,8 @@ type replicaOpts struct {
 	clock async.Clock
 	// maxPerKey is watches.max_per_key (5000 when zero).
 	maxPerKey int
+	// quiet discards the log lines (the test's log keeps them all).
+	quiet bool
 }
 
 // replica is one aggregator replica's watch machinery: a fan-out over the
@@ -400,7 +402,7 @@ func (f *fleet) replica(o replicaOpts) *replica {
 	if o.maxPerKey == 0 {
 		o.maxPerKey = 5000
 	}
-	am, err := async.New(async.Options{Engine: r.eng, Breakers: set, Store: o.deliveries, Clock: clock,
+	am, err := async.New(async.Options{Engine: r.eng, Breakers: set, Store: o.deliveries, Clock: clock, Keys: f.keys,
 		AllowPrivate: true, Secret: defaultSecret, Secrets: map[string]string{"fleet": fleetSecret, "rental": rentalSecret},
 		Backoff: time.Second, MaxAttempts: 3})
 	if err != nil {
@@ -416,11 +418,15 @@ func (f *fleet) replica(o replicaOpts) *replica {
 	if o.jitter == nil {
 		o.jitter = func(time.Duration) time.Duration { return 0 }
 	}
+	logger := slog.New(slog.NewTextHandler(testLog{t}, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	if o.quiet {
+		logger = slog.New(slog.DiscardHandler)
+	}
 	m, err := New(Options{Engine: r.eng, Breakers: set, Limiter: o.limiter, Budgets: o.budgets,
 		Deliveries: deliveries, Keys: f.keys, Store: o.watches, Clock: clock, Observer: r.counts,
 		Budget: o.budget, MaxWait: time.Hour, MinInterval: time.Hour, DefaultInterval: 6 * time.Hour,
 		MaxPerKey: o.maxPerKey, Workers: o.workers, Jitter: o.jitter, Lease: 20 * time.Second,
-		Logger: slog.New(slog.NewTextHandler(testLog{t}, &slog.HandlerOptions{Level: slog.LevelInfo}))})
+		Logger: logger})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -487,6 +493,10 @@ func (c *counts) outcome(o string) int {
 func (c *counts) checks() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	return c.checksLocked()
+}
+
+func (c *counts) checksLocked() int {
 	n := 0
 	for _, v := range c.outcomes {
 		n += v
