@@ -75,8 +75,10 @@ type Options struct {
 	// MaxPerKey is watches.max_per_key (10000).
 	MaxPerKey int
 	// Lease is how long a claimed watch stays hidden from other replicas:
-	// the check of a replica that died is taken over after it (20s; it must
-	// outlast one run of a check's sources, Budget).
+	// the check of a replica that died is taken over after it, within
+	// SPEC 15's 30 s with Poll. It should outlast one run of a check's
+	// sources: 20s, or 2·Budget+1s when that is longer, at most 29s (a
+	// turn that outlasts its lease is fenced off, not duplicated).
 	Lease time.Duration
 	// Poll is the longest the scheduler sleeps (1s): work made due by
 	// another replica, or a breaker recovered elsewhere, is noticed within
@@ -116,7 +118,7 @@ func (o *Options) defaults() {
 		o.MaxPerKey = 10000
 	}
 	if o.Lease <= 0 {
-		o.Lease = max(20*time.Second, 2*o.Budget+time.Second)
+		o.Lease = min(max(20*time.Second, 2*o.Budget+time.Second), 29*time.Second)
 	}
 	if o.Poll <= 0 {
 		o.Poll = time.Second
