@@ -17,6 +17,7 @@ import (
 	"github.com/multas/aggregator"
 	"github.com/multas/aggregator/breaker"
 	"github.com/multas/aggregator/fanout"
+	"github.com/multas/aggregator/internal/loop"
 	"github.com/multas/aggregator/memory"
 	"github.com/multas/aggregator/ratelimit"
 	"github.com/multas/aggregator/tracing"
@@ -113,7 +114,7 @@ func (o *Options) defaults() {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	if o.Clock == nil {
-		o.Clock = realClock{}
+		o.Clock = loop.Wall()
 	}
 	if o.Budget <= 0 {
 		o.Budget = 3 * time.Second
@@ -164,20 +165,20 @@ type Manager struct {
 	origins *originBreakers
 	pace    pace
 
-	ctx    context.Context
-	cancel context.CancelFunc
-	flip   bool // which kind of work the scheduler claims first
-	wake   chan struct{}
-	sem    chan struct{}
-	wg     sync.WaitGroup
-	start  sync.Once
-	stop   sync.Once
+	loop *loop.Loop
+	// ctx is the loop's: the work runs under it, and ends with Close.
+	ctx   context.Context
+	flip  bool // which kind of work the scheduler claims first
+	sem   chan struct{}
+	start sync.Once
+	stop  sync.Once
 
-	mu         sync.Mutex
-	recovered  map[breaker.ID]time.Time
-	inflight   map[string]bool
-	errLogged  time.Time // when a store error was last logged (wall clock)
-	paceLogged time.Time // when a shared pace error was last logged (wall clock)
+	mu        sync.Mutex
+	recovered map[breaker.ID]time.Time
+	inflight  map[string]bool
+	// storeErrors and paceErrors keep store and pace errors to a log line
+	// in storeErrorEvery.
+	storeErrors, paceErrors *loop.Throttle
 
 	dlqSeen time.Time // the scheduler's own: when it last read the DLQ size
 }
@@ -207,8 +208,10 @@ func New(opts Options) (*Manager, error) {
 	m := &Manager{
 		opts: opts, store: opts.Store, clock: opts.Clock, guard: g, key: key, keys: keys,
 		origins: newOriginBreakers(opts.BreakerFailures, opts.BreakerOpenFor, opts.Timeout+time.Second),
-		wake:    make(chan struct{}, 1),
+		loop:    loop.New(),
 		sem:     make(chan struct{}, opts.Workers),
+
+		storeErrors: loop.NewThrottle(storeErrorEvery), paceErrors: loop.NewThrottle(storeErrorEvery),
 
 		recovered: make(map[breaker.ID]time.Time),
 		inflight:  make(map[string]bool),
@@ -241,7 +244,7 @@ func New(opts Options) (*Manager, error) {
 		// delivery anywhere.
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
-	m.ctx, m.cancel = context.WithCancel(context.Background())
+	m.ctx = m.loop.Context()
 	return m, nil
 }
 
@@ -251,8 +254,7 @@ func (m *Manager) Start() {
 		if _, ok := m.store.(*MemoryStore); ok {
 			m.opts.Logger.Warn("asynchronous queries are kept in memory: accepted queries and pending webhook deliveries do not survive a restart (set store.redis_url to make them durable)")
 		}
-		m.wg.Add(1)
-		go m.run()
+		m.loop.Start(m.clock, m.scan)
 	})
 }
 
@@ -261,8 +263,7 @@ func (m *Manager) Start() {
 // lost.
 func (m *Manager) Close() error {
 	m.stop.Do(func() {
-		m.cancel()
-		m.wg.Wait()
+		m.loop.Stop()
 		if m.ownedTr != nil {
 			m.ownedTr.CloseIdleConnections()
 		}
@@ -313,12 +314,7 @@ func (m *Manager) recoveredSince(id breaker.ID, t time.Time) bool {
 }
 
 // poke wakes the scheduler.
-func (m *Manager) poke() {
-	select {
-	case m.wake <- struct{}{}:
-	default:
-	}
-}
+func (m *Manager) poke() { m.loop.Poke() }
 
 // Request is a validated asynchronous query.
 type Request struct {
@@ -571,25 +567,9 @@ func (m *Manager) busy(id string) bool {
 	return m.inflight[id]
 }
 
-// run is the scheduler: it claims the work that is due, hands it to
-// workers, and sleeps until the next due time, a poke, or Poll.
-func (m *Manager) run() {
-	defer m.wg.Done()
-	for {
-		wait := m.scan()
-		t := m.clock.NewTimer(wait)
-		select {
-		case <-m.ctx.Done():
-			t.Stop()
-			return
-		case <-m.wake:
-		case <-t.C():
-		}
-		t.Stop()
-	}
-}
-
-// scan claims due work for the free workers and returns how long to wait.
+// scan is the scheduler's turn (the loop sleeps until the next due time,
+// a poke, or Poll): it claims due work for the free workers and returns
+// how long to wait.
 func (m *Manager) scan() time.Duration {
 	ctx := m.ctx
 	now := m.clock.Now()
@@ -645,16 +625,14 @@ func (m *Manager) spawn(id string, f func()) {
 	}
 	m.mark(id, true)
 	m.sem <- struct{}{}
-	m.wg.Add(1)
-	go func() {
-		defer m.wg.Done()
+	m.loop.Go(func() {
 		defer func() {
 			m.mark(id, false)
 			<-m.sem
 			m.poke()
 		}()
 		f()
-	}()
+	})
 }
 
 // storeError logs a store error, at most once in storeErrorEvery: an
@@ -663,14 +641,7 @@ func (m *Manager) storeError(what string, err error) {
 	if err == nil || errors.Is(err, context.Canceled) {
 		return
 	}
-	now := time.Now()
-	m.mu.Lock()
-	quiet := now.Sub(m.errLogged) < storeErrorEvery
-	if !quiet {
-		m.errLogged = now
-	}
-	m.mu.Unlock()
-	if !quiet {
+	if m.storeErrors.Allow() {
 		m.opts.Logger.Warn("async store error: work waits until the store answers", "op", what, "err", err.Error())
 	}
 }
@@ -678,14 +649,7 @@ func (m *Manager) storeError(what string, err error) {
 // paceError logs, now and then, that the shared release pace failed: the
 // work is paced by this replica alone meanwhile.
 func (m *Manager) paceError(err error) {
-	now := time.Now()
-	m.mu.Lock()
-	quiet := now.Sub(m.paceLogged) < storeErrorEvery
-	if !quiet {
-		m.paceLogged = now
-	}
-	m.mu.Unlock()
-	if !quiet {
+	if m.paceErrors.Allow() {
 		m.opts.Logger.Warn("async release pace: Redis error, released work paced by this replica meanwhile", "err", err.Error())
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/multas/aggregator/async"
 	"github.com/multas/aggregator/breaker"
 	"github.com/multas/aggregator/fanout"
+	"github.com/multas/aggregator/internal/loop"
 	"github.com/multas/aggregator/memory"
 	"github.com/multas/aggregator/ratelimit"
 )
@@ -166,13 +167,11 @@ type Manager struct {
 	store Store
 	clock async.Clock
 
-	ctx    context.Context
-	cancel context.CancelFunc
-	wake   chan struct{}
-	sem    chan struct{}
-	wg     sync.WaitGroup
-	start  sync.Once
-	stop   sync.Once
+	loop *loop.Loop
+	// ctx is the loop's: the checks run under it, and end with Close.
+	ctx   context.Context
+	sem   chan struct{}
+	start sync.Once
 
 	mu        sync.Mutex
 	recovered map[breaker.ID]time.Time
@@ -180,8 +179,9 @@ type Manager struct {
 	// again holds the claim of a watch claimed anew while it was worked on
 	// here (its turn outlasted its lease): its token fences the turn in
 	// flight, and it is worked on once that turn ends.
-	again     map[string]*Claim
-	errLogged time.Time // when a store error was last logged (wall clock)
+	again map[string]*Claim
+	// storeErrors keeps store errors to a log line in storeErrorEvery.
+	storeErrors *loop.Throttle
 
 	counted time.Time // the scheduler's own: when it last counted the watches
 }
@@ -193,11 +193,11 @@ func New(opts Options) (*Manager, error) {
 	}
 	opts.defaults()
 	m := &Manager{
-		opts: opts, store: opts.Store, clock: opts.Clock,
-		wake: make(chan struct{}, 1), sem: make(chan struct{}, opts.Workers),
+		opts: opts, store: opts.Store, clock: opts.Clock, loop: loop.New(), sem: make(chan struct{}, opts.Workers),
 		recovered: make(map[breaker.ID]time.Time), inflight: make(map[string]bool), again: make(map[string]*Claim),
+		storeErrors: loop.NewThrottle(storeErrorEvery),
 	}
-	m.ctx, m.cancel = context.WithCancel(context.Background())
+	m.ctx = m.loop.Context()
 	return m, nil
 }
 
@@ -207,8 +207,7 @@ func (m *Manager) Start() {
 		if _, ok := m.store.(*MemoryStore); ok {
 			m.opts.Logger.Warn("watches are kept in memory: they do not survive a restart (set store.redis_url to share and keep them)")
 		}
-		m.wg.Add(1)
-		go m.run()
+		m.loop.Start(m.clock, m.scan)
 	})
 }
 
@@ -216,10 +215,7 @@ func (m *Manager) Start() {
 // in flight is left to its lease: another replica, or this store's next
 // user, takes it over.
 func (m *Manager) Close() error {
-	m.stop.Do(func() {
-		m.cancel()
-		m.wg.Wait()
-	})
+	m.loop.Stop()
 	return nil
 }
 
@@ -249,33 +245,11 @@ func (m *Manager) recoveredSince(id breaker.ID, t time.Time) bool {
 	return ok && at.After(t)
 }
 
-func (m *Manager) poke() {
-	select {
-	case m.wake <- struct{}{}:
-	default:
-	}
-}
+func (m *Manager) poke() { m.loop.Poke() }
 
-// run is the scheduler: it claims the watches that are due, hands them to
-// workers, and sleeps until the next due time, a poke, or Poll.
-func (m *Manager) run() {
-	defer m.wg.Done()
-	for {
-		wait := m.scan()
-		t := m.clock.NewTimer(wait)
-		select {
-		case <-m.ctx.Done():
-			t.Stop()
-			return
-		case <-m.wake:
-		case <-t.C():
-		}
-		t.Stop()
-	}
-}
-
-// scan claims due watches for the free workers and returns how long to
-// wait.
+// scan is the scheduler's turn (the loop sleeps until the next due time,
+// a poke, or Poll): it claims due watches for the free workers and
+// returns how long to wait.
 func (m *Manager) scan() time.Duration {
 	ctx := m.ctx
 	now := m.clock.Now()
@@ -329,9 +303,7 @@ func (m *Manager) spawn(c *Claim) {
 		return
 	}
 	m.sem <- struct{}{}
-	m.wg.Add(1)
-	go func() {
-		defer m.wg.Done()
+	m.loop.Go(func() {
 		defer func() {
 			<-m.sem
 			m.poke()
@@ -350,7 +322,7 @@ func (m *Manager) spawn(c *Claim) {
 		delete(m.inflight, id)
 		delete(m.again, id)
 		m.mu.Unlock()
-	}()
+	})
 }
 
 // storeError logs a store error, at most once in storeErrorEvery.
@@ -358,14 +330,7 @@ func (m *Manager) storeError(what string, err error) {
 	if err == nil || errors.Is(err, context.Canceled) {
 		return
 	}
-	now := time.Now()
-	m.mu.Lock()
-	quiet := now.Sub(m.errLogged) < storeErrorEvery
-	if !quiet {
-		m.errLogged = now
-	}
-	m.mu.Unlock()
-	if !quiet {
+	if m.storeErrors.Allow() {
 		m.opts.Logger.Warn("watch store error: checks wait until the store answers", "op", what, "err", err.Error())
 	}
 }
