@@ -163,7 +163,7 @@ func validCallback(raw string) bool {
 // validOwner reports whether a delivery belongs to exactly one query
 // (qid) or watch (wid), and, unless msg is "", whether msg has the shape
 // of its webhook-id: "msg_" and the query id, or "msg_", the watch id, "_"
-// and the version of the watch's last known infractions (WatchMessageID).
+// and the version of the watch's last known infractions (WatchMessage).
 func validOwner(qid, wid, msg string) bool {
 	switch {
 	case qid != "" && wid == "":
