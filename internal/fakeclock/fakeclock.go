@@ -57,6 +57,14 @@ func (c *Clock) Set(at time.Time) {
 	}
 }
 
+// Pending counts the timers not fired yet: a scheduler waiting on the
+// clock has one.
+func (c *Clock) Pending() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.timers)
+}
+
 // Advance moves the clock d ahead.
 func (c *Clock) Advance(d time.Duration) { c.Set(c.Now().Add(d)) }
 
