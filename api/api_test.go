@@ -64,6 +64,10 @@ var specEndpoints = []endpoint{
 	{"GET", "/v1/sources", append([]int{200}, client...)},
 	{"POST", "/v1/queries", append([]int{202, 400, 408, 413}, client...)},
 	{"GET", "/v1/queries/{qid}", append([]int{200, 404}, client...)},
+	{"POST", "/v1/watches", append([]int{201, 400, 404, 408, 409, 413}, client...)},
+	{"GET", "/v1/watches", append([]int{200, 400, 404}, client...)},
+	{"GET", "/v1/watches/{wid}", append([]int{200, 404}, client...)},
+	{"DELETE", "/v1/watches/{wid}", append([]int{204, 404}, client...)},
 	{"GET", "/v1/admin/breakers", append([]int{200}, admin...)},
 	{"POST", "/v1/admin/breakers/{key}/{operation}/reset", append([]int{200, 404, 408, 413}, admin...)},
 	{"POST", "/v1/admin/breakers/{key}/{operation}/open", append([]int{200, 404, 408, 413}, admin...)},
@@ -80,6 +84,7 @@ var specEndpoints = []endpoint{
 	// overloaded.
 	{"GET", "/debug/pprof", []int{200, 401, 403, 500}},
 	{"GET", "/debug/pprof/{profile}", []int{200, 400, 401, 403, 404, 500}},
+	{"GET", "/v1/admin/watches", append([]int{200, 404}, admin...)},
 	{"GET", "/problems/{slug}", []int{200, 404, 503}},
 	{"GET", "/", []int{200, 503}},
 	{"GET", "/metrics", []int{200}},
@@ -122,6 +127,8 @@ func TestEveryEndpointOfSpecIsDocumented(t *testing.T) {
 		switch {
 		case isAdmin:
 			want = []string{"AdminBearer"}
+		case strings.HasPrefix(e.path, "/v1/watches"):
+			want = []string{"ApiKey"} // a watch belongs to a key: always required
 		case isClient:
 			want = []string{"ApiKey", ""} // optional: only when api_keys is configured
 		}

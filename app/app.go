@@ -32,6 +32,7 @@ import (
 	"github.com/multas/aggregator/sources"
 	redisstore "github.com/multas/aggregator/store/redis"
 	"github.com/multas/aggregator/tracing"
+	"github.com/multas/aggregator/watch"
 )
 
 // Options are the outside world the App runs in; zero values are defaults.
@@ -58,6 +59,9 @@ type Options struct {
 	AsyncClock async.Clock
 	// Resolver checks webhook callback hosts; the system's when nil.
 	Resolver async.Resolver
+	// WatchStore keeps the watches (SPEC 15); Redis when store.redis_url
+	// is set, else in-process, when nil.
+	WatchStore watch.Store
 
 	// Adapters add source types to the built-in http (SPEC 8): a source
 	// whose `type` is a key here is built by its Adapter.
@@ -88,6 +92,8 @@ type App struct {
 	Memory *memory.Memory
 	// Drift keeps every source's mapping health (SPEC 13, drift.go).
 	Drift *drift.Tracker
+	// Watches runs the watches (SPEC 15); nil without a watches block.
+	Watches *watch.Manager
 
 	live struct {
 		breakers atomic.Pointer[breaker.Set]
@@ -143,6 +149,9 @@ func New(cfg *config.Config, opts Options) (*App, error) {
 			}
 			if a.Async != nil {
 				a.Async.OnTransition(e) // retained calls go when breakers recover
+			}
+			if a.Watches != nil {
+				a.Watches.OnTransition(e)
 			}
 		},
 		OnStoreError: func(err error) { opts.Logger.Warn("breaker store error", "err", err.Error()) },
@@ -218,6 +227,9 @@ func New(cfg *config.Config, opts Options) (*App, error) {
 	if err := a.newAsync(cfg, opts); err != nil {
 		return nil, err
 	}
+	if err := a.newWatches(cfg, opts); err != nil {
+		return nil, err
+	}
 	a.publish()
 	var ready map[string]func(context.Context) error
 	var share func(context.Context, breaker.ID, breaker.Settings) error
@@ -226,14 +238,21 @@ func New(cfg *config.Config, opts Options) (*App, error) {
 		share = a.stores.Breakers.ShareSettings
 		a.adoptShared(context.Background())
 	}
+	var watches server.Watches
+	if a.Watches != nil {
+		watches = a.Watches
+	}
 	a.Server = server.New(server.Options{
 		Engine: a.Engine, Breakers: a.Breakers, Limiter: a.Limiter, Metrics: m, Problems: catalog,
 		Logger: opts.Logger, Deadline: time.Duration(cfg.Query.Deadline), MaxDeadline: time.Duration(cfg.Query.MaxDeadline),
-		AdminToken: cfg.Server.AdminToken, Keys: keys, Now: opts.Now, Async: a.Async, Memory: mem,
+		AdminToken: cfg.Server.AdminToken, Keys: keys, Now: opts.Now, Async: a.Async, Memory: mem, Watches: watches,
 		Ready: ready, ShareSettings: share, MaxInFlight: cfg.Server.MaxInFlight, ReadTimeout: time.Duration(cfg.Server.ReadTimeout),
 		Tracer: tracing.Tracer(opts.TracerProvider), Propagator: opts.Propagator, Drift: a.Drift,
 	})
 	a.Async.Start()
+	if a.Watches != nil {
+		a.Watches.Start()
+	}
 	built = true
 	return a, nil
 }

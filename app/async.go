@@ -28,7 +28,8 @@ func (a *App) newAsync(cfg *config.Config, opts Options) error {
 		Logger: opts.Logger, Clock: opts.AsyncClock,
 		Budget: time.Duration(cfg.Query.Deadline), MaxWait: time.Duration(cfg.Async.MaxWait),
 		ReleaseRPS: cfg.Async.ReleaseRPS,
-		Secret:     cfg.Webhooks.SigningSecret, Timeout: time.Duration(cfg.Webhooks.Timeout),
+		Keys:       keysOf(a.Memory), Secret: cfg.Webhooks.SigningSecret, Secrets: webhookSecrets(cfg),
+		Timeout:     time.Duration(cfg.Webhooks.Timeout),
 		MaxAttempts: cfg.Webhooks.MaxAttempts, Backoff: time.Duration(cfg.Webhooks.Backoff),
 		AllowPrivate:    cfg.Webhooks.AllowPrivate,
 		BreakerFailures: cfg.Webhooks.Breaker.ConsecutiveFailures, BreakerOpenFor: time.Duration(cfg.Webhooks.Breaker.OpenFor),
@@ -52,8 +53,13 @@ func (a *App) newAsync(cfg *config.Config, opts Options) error {
 // the connections it opened. Calls after the first do nothing.
 func (a *App) Close() error {
 	a.closeOnce.Do(func() {
+		if a.Watches != nil {
+			a.closeErr = a.Watches.Close() // its checks hand deliveries to Async
+		}
 		if a.Async != nil {
-			a.closeErr = a.Async.Close()
+			if err := a.Async.Close(); err != nil && a.closeErr == nil {
+				a.closeErr = err
+			}
 		}
 		for _, c := range a.closers {
 			if err := c(); err != nil && a.closeErr == nil {

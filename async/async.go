@@ -17,6 +17,13 @@
 //
 // Stored values hold the query (plate or person id: it is needed to try the
 // sources again) and its result; store keys never do.
+//
+// The deliveries of other work go the same way (Manager.Send): those of
+// watches (SPEC 15) carry the watch's id instead of a query's, are indexed
+// under it so that deleting the watch cancels them (Manager.CancelWatch),
+// and keep their id when sent twice. Every delivery is signed with the
+// secret of the API key that owns its work (Options.Secrets), else with
+// webhooks.signing_secret.
 package async
 
 import (
@@ -73,6 +80,9 @@ type Query struct {
 	// (zero when it was not traced): its retained calls and its delivery
 	// link to it.
 	Trace TraceContext `json:"trace,omitzero"`
+	// Signer is the name of the API key that created the query, whose
+	// webhook secret signs its delivery; empty without API keys.
+	Signer string `json:"signer,omitempty"`
 }
 
 // Part is one source's share of a query and its retention state.
@@ -146,19 +156,29 @@ type EventData struct {
 	Result aggregator.Result `json:"result"`
 }
 
-// Delivery is one webhook message on its way to a callback.
+// Delivery is one webhook message on its way to a callback: of an
+// asynchronous query (QueryID) or of a watch (WatchID), never both.
 type Delivery struct {
 	ID string `json:"id"`
 	// MessageID is the webhook-id: the same on every attempt, and when the
 	// message is redelivered from the DLQ.
 	MessageID   string `json:"message_id"`
-	QueryID     string `json:"query_id"`
+	QueryID     string `json:"query_id,omitempty"`
+	WatchID     string `json:"watch_id,omitempty"`
 	CallbackURL string `json:"callback_url"`
-	// Payload is the exact body sent on every attempt.
-	Payload   json.RawMessage `json:"payload"`
-	Attempts  int             `json:"attempts"`
-	LastError string          `json:"last_error,omitempty"`
-	CreatedAt time.Time       `json:"created_at"`
+	// Signer names the API key whose webhook secret signs the message
+	// (Options.Secrets); empty, or a key without one, means the default.
+	Signer string `json:"signer,omitempty"`
+	// Payload is the exact body sent on every attempt; nil when it is
+	// kept Sealed.
+	Payload json.RawMessage `json:"payload"`
+	// Sealed is the payload sealed with Options.Keys (the memory's, SPEC
+	// 14), for the deliveries of watches: what they report about a vehicle
+	// or a person is never stored in clear. It is opened for each attempt.
+	Sealed    []byte    `json:"sealed,omitempty"`
+	Attempts  int       `json:"attempts"`
+	LastError string    `json:"last_error,omitempty"`
+	CreatedAt time.Time `json:"created_at"`
 	// Due is when the delivery is next looked at.
 	Due time.Time `json:"due"`
 	// Retained is set once the origin's breaker held the delivery back:
@@ -171,10 +191,12 @@ type Delivery struct {
 	Trace TraceContext `json:"trace,omitzero"`
 }
 
-// DLQEntry is a delivery that failed its last attempt (SPEC 7).
+// DLQEntry is a delivery that failed its last attempt (SPEC 7): a query's
+// (QueryID) or a watch's (WatchID, SPEC 15).
 type DLQEntry struct {
 	ID          string          `json:"id"`
-	QueryID     string          `json:"query_id"`
+	QueryID     string          `json:"query_id,omitempty"`
+	WatchID     string          `json:"watch_id,omitempty"`
 	CallbackURL string          `json:"callback_url"`
 	Attempts    int             `json:"attempts"`
 	LastError   string          `json:"last_error"`
@@ -185,4 +207,9 @@ type DLQEntry struct {
 	MessageID string `json:"-"`
 	// Trace is the query's, which a redelivery keeps.
 	Trace TraceContext `json:"-"`
+	// Signer is the delivery's, which a redelivery keeps.
+	Signer string `json:"-"`
+	// Sealed is the delivery's sealed payload, which a redelivery keeps;
+	// DLQ opens it into Payload for the operators.
+	Sealed []byte `json:"-"`
 }

@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"strconv"
+	"strings"
 	"time"
 	"unicode/utf8"
 
 	"github.com/multas/aggregator"
+	"github.com/multas/aggregator/memory"
 )
 
 // The decoders of the values RedisStore reads back. Redis contents are
@@ -67,7 +70,7 @@ func (q *Query) valid(id string) bool {
 	default:
 		return false
 	}
-	if !validLookup(q) || q.CreatedAt.IsZero() || !validTime(q.CreatedAt) || !validTime(q.ExpiresAt) || q.ExpiresAt.Before(q.CreatedAt) ||
+	if !validSigner(q.Signer) || !validLookup(q) || q.CreatedAt.IsZero() || !validTime(q.CreatedAt) || !validTime(q.ExpiresAt) || q.ExpiresAt.Before(q.CreatedAt) ||
 		len(q.Parts) > maxParts {
 		return false
 	}
@@ -123,8 +126,8 @@ func (p *Part) valid(op aggregator.Operation) bool {
 // decodeDelivery decodes delivery id.
 func decodeDelivery(doc []byte, id string) (_ *Delivery, ok, traceDropped bool) {
 	var d Delivery
-	if json.Unmarshal(doc, &d) != nil || d.ID != id || !validID(id, "dlv_") || !validMessage(d.MessageID) ||
-		!validID(d.QueryID, "q_") || !validCallback(d.CallbackURL) || !validPayload(d.Payload) ||
+	if json.Unmarshal(doc, &d) != nil || d.ID != id || !validID(id, "dlv_") || !validOwner(d.QueryID, d.WatchID, d.MessageID) ||
+		!validSigner(d.Signer) || !validCallback(d.CallbackURL) || !validBody(d.Payload, d.Sealed) ||
 		d.Attempts < 0 || d.Attempts > maxAttempts || len(d.LastError) > maxText || !utf8.ValidString(d.LastError) ||
 		d.CreatedAt.IsZero() || !validTime(d.CreatedAt) || !validTime(d.Due) || !validTime(d.Slot) {
 		return nil, false, false
@@ -139,11 +142,12 @@ func decodeDLQ(v []byte, id string) (_ DLQEntry, ok, traceDropped bool) {
 		return DLQEntry{}, false, false
 	}
 	e := r.Entry
-	if e.ID != id || !validID(id, "dlv_") || !validID(e.QueryID, "q_") || !validCallback(e.CallbackURL) ||
-		!validPayload(e.Payload) || e.Attempts < 0 || e.Attempts > maxAttempts ||
+	if e.ID != id || !validID(id, "dlv_") || !validOwner(e.QueryID, e.WatchID, "") || !validSigner(r.Signer) ||
+		!validCallback(e.CallbackURL) ||
+		!validBody(e.Payload, r.Sealed) || e.Attempts < 0 || e.Attempts > maxAttempts ||
 		len(e.LastError) > maxText || !utf8.ValidString(e.LastError) ||
 		!validTime(e.CreatedAt) || !validTime(e.FailedAt) || e.CreatedAt.IsZero() || e.FailedAt.IsZero() ||
-		r.MessageID != "" && !validMessage(r.MessageID) {
+		r.MessageID != "" && !validOwner(e.QueryID, e.WatchID, r.MessageID) {
 		return DLQEntry{}, false, false
 	}
 	traceDropped = dropUnsound(&r.Trace)
@@ -156,12 +160,43 @@ func validCallback(raw string) bool {
 	return guard{allowPrivate: true}.check(context.Background(), raw) == ""
 }
 
-// validMessage reports whether m has the shape of a webhook-id: "msg_"
-// and a query id.
-func validMessage(m string) bool {
-	q, ok := bytes.CutPrefix([]byte(m), []byte("msg_"))
-	return ok && validID(string(q), "q_")
+// validOwner reports whether a delivery belongs to exactly one query
+// (qid) or watch (wid), and, unless msg is "", whether msg has the shape
+// of its webhook-id: "msg_" and the query id, or "msg_", the watch id, "_"
+// and the version of the watch's last known infractions (WatchMessage).
+func validOwner(qid, wid, msg string) bool {
+	switch {
+	case qid != "" && wid == "":
+		q, ok := strings.CutPrefix(msg, "msg_")
+		return validID(qid, "q_") && (msg == "" || ok && validID(q, "q_"))
+	case qid == "" && wid != "":
+		if !validID(wid, "w_") {
+			return false
+		}
+		if msg == "" {
+			return true
+		}
+		v, ok := strings.CutPrefix(msg, "msg_"+wid+"_")
+		n, err := strconv.ParseInt(v, 10, 64)
+		return ok && err == nil && n > 0 && strconv.FormatInt(n, 10) == v
+	}
+	return false
 }
+
+// validSigner reports whether s can name an API key.
+func validSigner(s string) bool { return len(s) <= 256 && utf8.ValidString(s) }
+
+// validBody reports whether a delivery's body is exactly one of a payload
+// in clear and a sealed one (the memory's layout: at least its overhead).
+func validBody(p json.RawMessage, sealed []byte) bool {
+	if sealed == nil {
+		return validPayload(p)
+	}
+	return (p == nil || string(bytes.TrimSpace(p)) == "null") && len(sealed) >= memory.Overhead && len(sealed) <= maxSealed
+}
+
+// maxSealed bounds a sealed payload.
+const maxSealed = 16 << 20
 
 // validPayload reports whether p is a JSON object (an event envelope).
 func validPayload(p json.RawMessage) bool {

@@ -38,6 +38,17 @@ func FuzzDecode(f *testing.F) {
 	tddoc, _ := json.Marshal(&td)
 	e.Trace = traced.Trace
 	tedoc, _ := json.Marshal(e.record())
+	wid := "w_" + newID("")
+	wdid, wmsg := WatchMessage(wid, 3)
+	wd := &Delivery{ID: wdid, MessageID: wmsg, WatchID: wid, Signer: "fleet-co", CallbackURL: q.CallbackURL,
+		Payload: json.RawMessage(`{"type":"infractions.changed"}`), CreatedAt: t0, Due: t0}
+	wddoc, _ := json.Marshal(wd)
+	we := DLQEntry{ID: wd.ID, WatchID: wid, CallbackURL: q.CallbackURL, Attempts: 5, LastError: "HTTP 500",
+		CreatedAt: t0, FailedAt: t0, Payload: wd.Payload, MessageID: wmsg, Signer: "fleet-co"}
+	wedoc, _ := json.Marshal(we.record())
+	sd := *wd
+	sd.Payload, sd.Sealed = nil, bytes.Repeat([]byte{1}, 80)
+	sddoc, _ := json.Marshal(&sd)
 	for _, seed := range []struct {
 		kind uint8
 		id   string
@@ -50,6 +61,9 @@ func FuzzDecode(f *testing.F) {
 		{0, traced.ID, tdoc}, {0, traced.ID, bytes.Replace(tdoc, []byte("-01\""), []byte("-02\""), 1)},
 		{0, traced.ID, bytes.Replace(tdoc, []byte(`"vendor=v1"`), []byte(`"=,="`), 1)},
 		{1, td.ID, tddoc}, {2, e.ID, tedoc},
+		{1, wd.ID, wddoc}, {2, we.ID, wedoc}, {1, sd.ID, sddoc},
+		{1, wd.ID, bytes.Replace(wddoc, []byte(`_3"`), []byte(`_03"`), 1)},
+		{1, wd.ID, bytes.Replace(wddoc, []byte(`"watch_id"`), []byte(`"query_id":"`+q.ID+`","watch_id"`), 1)},
 	} {
 		f.Add(seed.kind, seed.id, seed.doc)
 	}

@@ -47,13 +47,18 @@ func (m *Manager) deliver(d *Delivery) {
 	end := m.clock.Now()
 	d.Attempts++
 	recovered, opened := m.origins.done(o, probe, err == nil, end)
-	log := m.opts.Logger.With("delivery_id", d.ID, "query_id", d.QueryID, "webhook_id", d.MessageID, "origin", o, "attempt", d.Attempts)
+	log := m.opts.Logger.With("delivery_id", d.ID, "webhook_id", d.MessageID, "origin", o, "attempt", d.Attempts)
+	if d.WatchID != "" {
+		log = log.With("watch_id", d.WatchID)
+	} else {
+		log = log.With("query_id", d.QueryID)
+	}
 	if opened {
 		m.pace.reset("origin\x00" + o)
 		log.Warn("callback origin breaker opened: deliveries retained", "open_for", m.origins.openFor.String())
 	}
 	if err == nil {
-		m.storeError("forgetting a delivery", m.store.DeleteDelivery(ctx, d.ID))
+		m.storeError("forgetting a delivery", m.store.DeleteDelivery(ctx, d))
 		m.delivered(OutcomeDelivered)
 		log.Info("webhook delivered")
 		if recovered {
@@ -64,9 +69,9 @@ func (m *Manager) deliver(d *Delivery) {
 	}
 	d.LastError = err.Error()
 	if d.Attempts >= m.opts.MaxAttempts {
-		e := DLQEntry{ID: d.ID, QueryID: d.QueryID, CallbackURL: d.CallbackURL, Attempts: d.Attempts,
+		e := DLQEntry{ID: d.ID, QueryID: d.QueryID, WatchID: d.WatchID, CallbackURL: d.CallbackURL, Attempts: d.Attempts,
 			LastError: d.LastError, CreatedAt: d.CreatedAt, FailedAt: end, Payload: d.Payload, MessageID: d.MessageID,
-			Trace: d.Trace}
+			Trace: d.Trace, Signer: d.Signer, Sealed: d.Sealed}
 		if err := m.store.DeadLetter(ctx, d, e); err != nil {
 			m.storeError("dead-lettering a delivery", err)
 			return
@@ -108,9 +113,16 @@ func (m *Manager) hold(ctx context.Context, d *Delivery, now time.Time, wait tim
 // the timeout. The error says why not, without the URL. Its client span
 // starts a trace of its own, linked to the request that created the query.
 func (m *Manager) post(ctx context.Context, d *Delivery, at time.Time) error {
+	body := d.Payload
+	if d.Sealed != nil {
+		var err error
+		if body, err = m.open(d.MessageID, d.Sealed); err != nil {
+			return err
+		}
+	}
 	ctx, cancel := context.WithTimeout(d.Trace.link(ctx), m.opts.Timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, d.CallbackURL, bytes.NewReader(d.Payload))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, d.CallbackURL, bytes.NewReader(body))
 	if err != nil {
 		return fmt.Errorf("invalid callback URL")
 	}
@@ -119,8 +131,8 @@ func (m *Manager) post(ctx context.Context, d *Delivery, at time.Time) error {
 	h.Set("User-Agent", "multas-aggregator-webhooks/1")
 	h.Set(HeaderID, d.MessageID)
 	h.Set(HeaderTimestamp, strconv.FormatInt(at.Unix(), 10))
-	if m.key != nil {
-		h.Set(HeaderSignature, Sign(m.key, d.MessageID, at, d.Payload))
+	if key := m.signingKey(d.Signer); key != nil {
+		h.Set(HeaderSignature, Sign(key, d.MessageID, at, body))
 	}
 	resp, err := m.client.Do(req)
 	if err != nil {

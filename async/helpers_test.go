@@ -18,6 +18,7 @@ import (
 
 	"github.com/multas/aggregator/breaker"
 	"github.com/multas/aggregator/fanout"
+	"github.com/multas/aggregator/internal/fakeclock"
 	"github.com/multas/aggregator/internal/redistest"
 )
 
@@ -26,57 +27,9 @@ func TestMain(m *testing.M) {
 }
 
 // fakeClock is a Clock that moves only when the test says so.
-type fakeClock struct {
-	mu     sync.Mutex
-	now    time.Time
-	timers map[*fakeTimer]bool
-}
+type fakeClock = fakeclock.Clock
 
-func newFakeClock() *fakeClock {
-	return &fakeClock{now: time.Date(2026, 3, 14, 9, 12, 0, 0, time.UTC), timers: make(map[*fakeTimer]bool)}
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) NewTimer(d time.Duration) Timer {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	t := &fakeTimer{c: c, at: c.now.Add(d), ch: make(chan time.Time, 1)}
-	if d <= 0 {
-		t.ch <- c.now
-		return t
-	}
-	c.timers[t] = true
-	return t
-}
-
-// Set moves the clock to at (never backwards) and fires the timers due.
-func (c *fakeClock) Set(at time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if at.After(c.now) {
-		c.now = at
-	}
-	for t := range c.timers {
-		if !t.at.After(c.now) {
-			delete(c.timers, t)
-			t.ch <- c.now
-		}
-	}
-}
-
-func (c *fakeClock) Advance(d time.Duration) { c.Set(c.Now().Add(d)) }
-
-// pending counts the timers not fired yet.
-func (c *fakeClock) pending() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return len(c.timers)
-}
+func newFakeClock() *fakeClock { return fakeclock.New(time.Date(2026, 3, 14, 9, 12, 0, 0, time.UTC)) }
 
 // advanceIdle moves clock on by d once m is at rest: no worker running, and
 // its scheduler waiting on a timer of clock. The clock then never runs ahead
@@ -84,29 +37,13 @@ func (c *fakeClock) pending() int {
 func advanceIdle(t *testing.T, m *Manager, clock *fakeClock, d time.Duration) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
-	for len(m.sem) > 0 || clock.pending() == 0 {
+	for len(m.sem) > 0 || clock.Pending() == 0 {
 		if time.Now().After(deadline) {
 			t.Fatal("the manager never came to rest")
 		}
 		time.Sleep(time.Millisecond)
 	}
 	clock.Advance(d)
-}
-
-type fakeTimer struct {
-	c  *fakeClock
-	at time.Time
-	ch chan time.Time
-}
-
-func (t *fakeTimer) C() <-chan time.Time { return t.ch }
-
-func (t *fakeTimer) Stop() bool {
-	t.c.mu.Lock()
-	defer t.c.mu.Unlock()
-	ok := t.c.timers[t]
-	delete(t.c.timers, t)
-	return ok
 }
 
 // resolver is a fake DNS: names to addresses.

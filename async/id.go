@@ -2,7 +2,9 @@ package async
 
 import (
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/base32"
+	"strconv"
 	"strings"
 )
 
@@ -32,4 +34,21 @@ func validID(id, prefix string) bool {
 		}
 	}
 	return true
+}
+
+// DerivedID returns prefix followed by 128 bits of SHA-256 of seed: an id
+// with the shape of newID's that the same seed always gives, for a message
+// that may be sent twice (a watch's, SPEC 15) and must then be one delivery.
+func DerivedID(prefix, seed string) string {
+	sum := sha256.Sum256([]byte("aggregator/async/v1/id\x00" + seed))
+	return prefix + lower.EncodeToString(sum[:16])
+}
+
+// WatchMessage is the delivery id and the webhook-id of the message of
+// watch wid whose last known infractions became version: derived from
+// both, so that a check run twice sends one message receivers can tell
+// apart, whichever replica sends it.
+func WatchMessage(wid string, version int64) (deliveryID, messageID string) {
+	v := strconv.FormatInt(version, 10)
+	return DerivedID("dlv_", wid+"\x00"+v), "msg_" + wid + "_" + v
 }

@@ -2,7 +2,9 @@ package async
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
@@ -15,6 +17,7 @@ import (
 	"github.com/multas/aggregator"
 	"github.com/multas/aggregator/breaker"
 	"github.com/multas/aggregator/fanout"
+	"github.com/multas/aggregator/internal/loop"
 	"github.com/multas/aggregator/memory"
 	"github.com/multas/aggregator/ratelimit"
 	"github.com/multas/aggregator/tracing"
@@ -45,6 +48,15 @@ type Options struct {
 	// Secret is webhooks.signing_secret, "whsec_<base64 key>"; empty
 	// sends deliveries unsigned.
 	Secret string
+	// Keys, when set, seal the payloads of the deliveries handed to Send
+	// (the memory's keys, SPEC 14): what a watch reports is never stored
+	// in clear, pending or dead-lettered.
+	Keys *memory.Keys
+	// Secrets are the webhook secrets of API keys, by key name
+	// (server.api_keys[].webhook_secret): a delivery whose Signer is one of
+	// them is signed with it, any other with Secret. An empty value is
+	// Secret.
+	Secrets map[string]string
 	// Timeout is webhooks.timeout: a delivery succeeds with a 2xx within
 	// it (10 s).
 	Timeout time.Duration
@@ -102,7 +114,7 @@ func (o *Options) defaults() {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	if o.Clock == nil {
-		o.Clock = realClock{}
+		o.Clock = loop.Wall()
 	}
 	if o.Budget <= 0 {
 		o.Budget = 3 * time.Second
@@ -147,25 +159,26 @@ type Manager struct {
 	clock   Clock
 	guard   guard
 	key     []byte
+	keys    map[string][]byte // by API key name (Options.Secrets)
 	client  *http.Client
 	ownedTr *http.Transport
 	origins *originBreakers
 	pace    pace
 
-	ctx    context.Context
-	cancel context.CancelFunc
-	flip   bool // which kind of work the scheduler claims first
-	wake   chan struct{}
-	sem    chan struct{}
-	wg     sync.WaitGroup
-	start  sync.Once
-	stop   sync.Once
+	loop *loop.Loop
+	// ctx is the loop's: the work runs under it, and ends with Close.
+	ctx   context.Context
+	flip  bool // which kind of work the scheduler claims first
+	sem   chan struct{}
+	start sync.Once
+	stop  sync.Once
 
-	mu         sync.Mutex
-	recovered  map[breaker.ID]time.Time
-	inflight   map[string]bool
-	errLogged  time.Time // when a store error was last logged (wall clock)
-	paceLogged time.Time // when a shared pace error was last logged (wall clock)
+	mu        sync.Mutex
+	recovered map[breaker.ID]time.Time
+	inflight  map[string]bool
+	// storeErrors and paceErrors keep store and pace errors to a log line
+	// in storeErrorEvery.
+	storeErrors, paceErrors *loop.Throttle
 
 	dlqSeen time.Time // the scheduler's own: when it last read the DLQ size
 }
@@ -180,12 +193,25 @@ func New(opts Options) (*Manager, error) {
 	if err != nil {
 		return nil, err
 	}
+	keys := make(map[string][]byte, len(opts.Secrets))
+	for name, secret := range opts.Secrets {
+		if secret == "" {
+			continue
+		}
+		k, err := ParseSecret(secret)
+		if err != nil {
+			return nil, fmt.Errorf("the webhook secret of API key %q: %w", name, err)
+		}
+		keys[name] = k
+	}
 	g := guard{resolver: opts.Resolver, allowPrivate: opts.AllowPrivate}
 	m := &Manager{
-		opts: opts, store: opts.Store, clock: opts.Clock, guard: g, key: key,
+		opts: opts, store: opts.Store, clock: opts.Clock, guard: g, key: key, keys: keys,
 		origins: newOriginBreakers(opts.BreakerFailures, opts.BreakerOpenFor, opts.Timeout+time.Second),
-		wake:    make(chan struct{}, 1),
+		loop:    loop.New(),
 		sem:     make(chan struct{}, opts.Workers),
+
+		storeErrors: loop.NewThrottle(storeErrorEvery), paceErrors: loop.NewThrottle(storeErrorEvery),
 
 		recovered: make(map[breaker.ID]time.Time),
 		inflight:  make(map[string]bool),
@@ -218,7 +244,7 @@ func New(opts Options) (*Manager, error) {
 		// delivery anywhere.
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
-	m.ctx, m.cancel = context.WithCancel(context.Background())
+	m.ctx = m.loop.Context()
 	return m, nil
 }
 
@@ -228,8 +254,7 @@ func (m *Manager) Start() {
 		if _, ok := m.store.(*MemoryStore); ok {
 			m.opts.Logger.Warn("asynchronous queries are kept in memory: accepted queries and pending webhook deliveries do not survive a restart (set store.redis_url to make them durable)")
 		}
-		m.wg.Add(1)
-		go m.run()
+		m.loop.Start(m.clock, m.scan)
 	})
 }
 
@@ -238,8 +263,7 @@ func (m *Manager) Start() {
 // lost.
 func (m *Manager) Close() error {
 	m.stop.Do(func() {
-		m.cancel()
-		m.wg.Wait()
+		m.loop.Stop()
 		if m.ownedTr != nil {
 			m.ownedTr.CloseIdleConnections()
 		}
@@ -290,12 +314,7 @@ func (m *Manager) recoveredSince(id breaker.ID, t time.Time) bool {
 }
 
 // poke wakes the scheduler.
-func (m *Manager) poke() {
-	select {
-	case m.wake <- struct{}{}:
-	default:
-	}
-}
+func (m *Manager) poke() { m.loop.Poke() }
 
 // Request is a validated asynchronous query.
 type Request struct {
@@ -308,6 +327,9 @@ type Request struct {
 	// Directives are the request's Cache-Control (SPEC 14): the first run
 	// follows them; the sources retained after it never read memory.
 	Directives memory.Directives
+	// Signer is the name of the API key that sent the query: its webhook
+	// secret signs the delivery (Options.Secrets).
+	Signer string
 }
 
 // Submit accepts a query, runs it at once, and returns it as it stands:
@@ -323,7 +345,8 @@ func (m *Manager) Submit(ctx context.Context, r Request) (View, error) {
 		ID: newID("q_"), Status: Pending, Domain: r.Query.Domain, PersonID: r.Query.ID, IDKind: r.Query.IDKind,
 		CallbackURL: r.CallbackURL, CreatedAt: now, ExpiresAt: now.Add(wait),
 		// The request's span, which the work done later links to.
-		Trace: traceContextOf(ctx),
+		Trace:  traceContextOf(ctx),
+		Signer: r.Signer,
 	}
 	op := r.Query.Operation()
 	for _, mem := range r.Sources {
@@ -362,13 +385,44 @@ func (m *Manager) Get(ctx context.Context, id string) (View, error) {
 	return q.View(), nil
 }
 
-// DLQ lists the dead letter queue.
+// DLQ lists the dead letter queue, sealed payloads opened for the
+// operators. An entry whose payload no key opens (sealed under a memory
+// key no longer configured) is left out, with a log line naming it: DELETE
+// it by its id.
 func (m *Manager) DLQ(ctx context.Context) ([]DLQEntry, error) {
 	entries, err := m.store.DLQ(ctx)
 	if err == nil && m.opts.OnDLQ != nil {
 		m.opts.OnDLQ(len(entries))
 	}
-	return entries, err
+	out := entries[:0]
+	for _, e := range entries {
+		if e.Sealed != nil {
+			p, err := m.open(e.MessageID, e.Sealed)
+			if err != nil {
+				m.opts.Logger.Warn("dead letter's payload cannot be opened (sealed under a memory key no longer configured): not listed", "dlq_id", e.ID)
+				continue
+			}
+			e.Payload = p
+		}
+		out = append(out, e)
+	}
+	return out, err
+}
+
+// sealedAD is the associated data of a sealed payload: its webhook-id,
+// which a redelivery keeps.
+func sealedAD(msgID string) []byte { return []byte("aggregator/async/v1/payload/" + msgID) }
+
+// open opens a payload Send sealed.
+func (m *Manager) open(msgID string, sealed []byte) (json.RawMessage, error) {
+	if m.opts.Keys == nil {
+		return nil, errors.New("no memory key to open the sealed payload")
+	}
+	p, err := m.opts.Keys.Open(sealedAD(msgID), sealed)
+	if err != nil {
+		return nil, errors.New("the sealed payload cannot be opened (a memory key no longer configured?)")
+	}
+	return p, nil
 }
 
 // Redeliver takes DLQ entry id out of the queue as a fresh delivery of the
@@ -383,8 +437,12 @@ func (m *Manager) Redeliver(ctx context.Context, id string) error {
 		if msg == "" {
 			msg = "msg_" + e.QueryID
 		}
-		return &Delivery{ID: newID("dlv_"), MessageID: msg, QueryID: e.QueryID, CallbackURL: e.CallbackURL,
-			Payload: e.Payload, CreatedAt: now, Due: now, Trace: e.Trace}
+		d := &Delivery{ID: newID("dlv_"), MessageID: msg, QueryID: e.QueryID, WatchID: e.WatchID, CallbackURL: e.CallbackURL,
+			Signer: e.Signer, Payload: e.Payload, Sealed: e.Sealed, CreatedAt: now, Due: now, Trace: e.Trace}
+		if d.Sealed != nil {
+			d.Payload = nil
+		}
+		return d
 	})
 	if err != nil {
 		return err
@@ -406,6 +464,75 @@ func (m *Manager) DeleteDLQ(ctx context.Context, id string) error {
 	m.opts.Logger.Info("dead letter deleted", "dlq_id", id)
 	m.reportDLQ(ctx)
 	return nil
+}
+
+// ErrInvalidDelivery is Send's refusal of a delivery that is not one this
+// package could have made.
+var ErrInvalidDelivery = errors.New("async: invalid delivery")
+
+// Send hands the delivery of other work (a watch's, SPEC 15) to the
+// manager's deliveries: signed, retried, held by its origin's breaker and
+// dead-lettered like a query's. d.ID must be derived from what the message
+// is (WatchMessage): a delivery already sent under that id is not sent
+// again while it is pending. d.Due is the earliest it goes (now when zero).
+func (m *Manager) Send(ctx context.Context, d Delivery) error {
+	now := m.clock.Now()
+	if d.CreatedAt.IsZero() {
+		d.CreatedAt = now
+	}
+	if d.Due.IsZero() {
+		d.Due = now
+	}
+	d.Attempts, d.LastError, d.Retained, d.Slot = 0, "", false, time.Time{}
+	if m.opts.Keys != nil && d.Payload != nil {
+		sealed, err := m.opts.Keys.Seal(sealedAD(d.MessageID), d.Payload)
+		if err != nil {
+			return err
+		}
+		d.Payload, d.Sealed = nil, sealed
+	}
+	doc, err := json.Marshal(&d)
+	if err != nil {
+		return err
+	}
+	if _, ok, _ := decodeDelivery(doc, d.ID); !ok || d.WatchID == "" {
+		return ErrInvalidDelivery
+	}
+	added, err := m.store.AddDelivery(ctx, &d)
+	if err != nil {
+		return err
+	}
+	if added {
+		m.opts.Logger.Info("webhook delivery scheduled", "delivery_id", d.ID, "watch_id", d.WatchID, "webhook_id", d.MessageID)
+		m.poke()
+	}
+	return nil
+}
+
+// CancelWatch drops the deliveries of watch id that have not gone yet,
+// and its dead letters: the watch was deleted or its subject forgotten.
+// An attempt already on the wire ends as it ends.
+func (m *Manager) CancelWatch(ctx context.Context, id string) error {
+	if !validID(id, "w_") {
+		return nil
+	}
+	n, err := m.store.CancelWatch(ctx, id)
+	if err != nil {
+		return err
+	}
+	if n > 0 {
+		m.opts.Logger.Info("webhook deliveries cancelled", "watch_id", id, "deliveries", n)
+		m.reportDLQ(ctx)
+	}
+	return nil
+}
+
+// signingKey is the key that signs the deliveries of signer.
+func (m *Manager) signingKey(signer string) []byte {
+	if k, ok := m.keys[signer]; ok {
+		return k
+	}
+	return m.key
 }
 
 func (m *Manager) reportDLQ(ctx context.Context) {
@@ -440,25 +567,9 @@ func (m *Manager) busy(id string) bool {
 	return m.inflight[id]
 }
 
-// run is the scheduler: it claims the work that is due, hands it to
-// workers, and sleeps until the next due time, a poke, or Poll.
-func (m *Manager) run() {
-	defer m.wg.Done()
-	for {
-		wait := m.scan()
-		t := m.clock.NewTimer(wait)
-		select {
-		case <-m.ctx.Done():
-			t.Stop()
-			return
-		case <-m.wake:
-		case <-t.C():
-		}
-		t.Stop()
-	}
-}
-
-// scan claims due work for the free workers and returns how long to wait.
+// scan is the scheduler's turn (the loop sleeps until the next due time,
+// a poke, or Poll): it claims due work for the free workers and returns
+// how long to wait.
 func (m *Manager) scan() time.Duration {
 	ctx := m.ctx
 	now := m.clock.Now()
@@ -514,16 +625,14 @@ func (m *Manager) spawn(id string, f func()) {
 	}
 	m.mark(id, true)
 	m.sem <- struct{}{}
-	m.wg.Add(1)
-	go func() {
-		defer m.wg.Done()
+	m.loop.Go(func() {
 		defer func() {
 			m.mark(id, false)
 			<-m.sem
 			m.poke()
 		}()
 		f()
-	}()
+	})
 }
 
 // storeError logs a store error, at most once in storeErrorEvery: an
@@ -532,14 +641,7 @@ func (m *Manager) storeError(what string, err error) {
 	if err == nil || errors.Is(err, context.Canceled) {
 		return
 	}
-	now := time.Now()
-	m.mu.Lock()
-	quiet := now.Sub(m.errLogged) < storeErrorEvery
-	if !quiet {
-		m.errLogged = now
-	}
-	m.mu.Unlock()
-	if !quiet {
+	if m.storeErrors.Allow() {
 		m.opts.Logger.Warn("async store error: work waits until the store answers", "op", what, "err", err.Error())
 	}
 }
@@ -547,14 +649,7 @@ func (m *Manager) storeError(what string, err error) {
 // paceError logs, now and then, that the shared release pace failed: the
 // work is paced by this replica alone meanwhile.
 func (m *Manager) paceError(err error) {
-	now := time.Now()
-	m.mu.Lock()
-	quiet := now.Sub(m.paceLogged) < storeErrorEvery
-	if !quiet {
-		m.paceLogged = now
-	}
-	m.mu.Unlock()
-	if !quiet {
+	if m.paceErrors.Allow() {
 		m.opts.Logger.Warn("async release pace: Redis error, released work paced by this replica meanwhile", "err", err.Error())
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"math"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -21,6 +22,8 @@ import (
 //	{async}:d:<did>  a pending delivery (JSON)
 //	{async}:d:due    sorted set of delivery ids by due time (ms)
 //	{async}:dlq      hash: entry id → DLQ entry (JSON)
+//	{async}:w:<wid>  set of the ids of watch wid's deliveries, pending or
+//	                 in the DLQ (CancelWatch drops them)
 //	pace:{<h>}       the release pace of a source or origin (hashed; redisPace)
 //
 // Every key that a script or a MULTI touches together with another shares
@@ -67,6 +70,7 @@ func (s *RedisStore) delivery(id string) string { return s.prefix + slot + "d:" 
 func (s *RedisStore) queryDue() string          { return s.prefix + slot + "q:due" }
 func (s *RedisStore) deliverDue() string        { return s.prefix + slot + "d:due" }
 func (s *RedisStore) dlq() string               { return s.prefix + slot + "dlq" }
+func (s *RedisStore) watch(id string) string    { return s.prefix + slot + "w:" + id }
 
 // farAhead is how far ahead of now a due time may be: work scheduled
 // further (an absurd score) is claimed at once, to be looked at again.
@@ -362,13 +366,27 @@ func (s *RedisStore) ClaimDeliveries(ctx context.Context, now time.Time, lease t
 	return out, nil
 }
 
-// saveDelivery: KEYS d:{id}, d:due; ARGV delivery, due ms, id.
+// saveDelivery: KEYS d:{id}, d:due[, w:{wid}]; ARGV delivery, due ms, id.
+// With the watch's index, only a delivery it still holds is saved.
 var saveDelivery = script(`
+if KEYS[3] and (redis.call('TYPE', KEYS[3])['ok'] ~= 'set' or redis.call('SISMEMBER', KEYS[3], ARGV[3]) == 0) then
+  return { 0, dropped }
+end
 own(KEYS[2], 'zset')
 redis.call('SET', KEYS[1], ARGV[1])
 redis.call('ZADD', KEYS[2], ARGV[2], ARGV[3])
 return { 1, dropped }
 `)
+
+// deliveryKeys are the keys of d's scripts: its own, the schedule, and,
+// for a watch's, the watch's index.
+func (s *RedisStore) deliveryKeys(d *Delivery) []string {
+	keys := []string{s.delivery(d.ID), s.deliverDue()}
+	if d.WatchID != "" {
+		keys = append(keys, s.watch(d.WatchID))
+	}
+	return keys
+}
 
 // SaveDelivery implements Store.
 func (s *RedisStore) SaveDelivery(ctx context.Context, d *Delivery) error {
@@ -376,25 +394,54 @@ func (s *RedisStore) SaveDelivery(ctx context.Context, d *Delivery) error {
 	if err != nil {
 		return err
 	}
-	_, err = s.run(ctx, saveDelivery, []string{s.delivery(d.ID), s.deliverDue()}, dd, d.Due.UnixMilli(), d.ID)
+	_, err = s.run(ctx, saveDelivery, s.deliveryKeys(d), dd, d.Due.UnixMilli(), d.ID)
 	return err
 }
 
-// deleteDelivery: KEYS d:{id}, d:due; ARGV id.
+// addDelivery: KEYS d:{id}, d:due[, w:{wid}]; ARGV delivery, due ms, id.
+var addDelivery = script(`
+if redis.call('EXISTS', KEYS[1]) == 1 then return { 0, dropped } end
+own(KEYS[2], 'zset')
+redis.call('SET', KEYS[1], ARGV[1])
+redis.call('ZADD', KEYS[2], ARGV[2], ARGV[3])
+if KEYS[3] then
+  own(KEYS[3], 'set')
+  redis.call('SADD', KEYS[3], ARGV[3])
+end
+return { 1, dropped }
+`)
+
+// AddDelivery implements Store.
+func (s *RedisStore) AddDelivery(ctx context.Context, d *Delivery) (bool, error) {
+	dd, err := json.Marshal(d)
+	if err != nil {
+		return false, err
+	}
+	n, err := s.runInt(ctx, addDelivery, s.deliveryKeys(d), dd, d.Due.UnixMilli(), d.ID)
+	return n == 1, err
+}
+
+// deleteDelivery: KEYS d:{id}, d:due[, w:{wid}]; ARGV id.
 var deleteDelivery = script(`
 redis.call('DEL', KEYS[1])
 if own(KEYS[2], 'zset') then redis.call('ZREM', KEYS[2], ARGV[1]) end
+if KEYS[3] and own(KEYS[3], 'set') then redis.call('SREM', KEYS[3], ARGV[1]) end
 return { 1, dropped }
 `)
 
 // DeleteDelivery implements Store.
-func (s *RedisStore) DeleteDelivery(ctx context.Context, id string) error {
-	_, err := s.run(ctx, deleteDelivery, []string{s.delivery(id), s.deliverDue()}, id)
+func (s *RedisStore) DeleteDelivery(ctx context.Context, d *Delivery) error {
+	_, err := s.run(ctx, deleteDelivery, s.deliveryKeys(d), d.ID)
 	return err
 }
 
-// deadLetter: KEYS d:{id}, d:due, dlq; ARGV id, entry id, entry.
+// deadLetter: KEYS d:{id}, d:due, dlq[, w:{wid}]; ARGV id, entry id,
+// entry. A watch's delivery that its index no longer holds was cancelled:
+// nothing is written.
 var deadLetter = script(`
+if KEYS[4] and (redis.call('TYPE', KEYS[4])['ok'] ~= 'set' or redis.call('SISMEMBER', KEYS[4], ARGV[1]) == 0) then
+  return { 0, dropped }
+end
 redis.call('DEL', KEYS[1])
 if own(KEYS[2], 'zset') then redis.call('ZREM', KEYS[2], ARGV[1]) end
 own(KEYS[3], 'hash')
@@ -408,8 +455,59 @@ func (s *RedisStore) DeadLetter(ctx context.Context, d *Delivery, e DLQEntry) er
 	if err != nil {
 		return err
 	}
-	_, err = s.run(ctx, deadLetter, []string{s.delivery(d.ID), s.deliverDue(), s.dlq()}, d.ID, e.ID, rec)
+	keys := []string{s.delivery(d.ID), s.deliverDue(), s.dlq()}
+	if d.WatchID != "" {
+		keys = append(keys, s.watch(d.WatchID))
+	}
+	_, err = s.run(ctx, deadLetter, keys, d.ID, e.ID, rec)
 	return err
+}
+
+// cancelWatch: KEYS w:{wid}, d:due, dlq, d:{id}…; ARGV the ids of the
+// d:{id} keys. Drops each delivery the index still holds, pending or in
+// the DLQ, and returns how many it dropped.
+var cancelWatch = script(`
+if not own(KEYS[1], 'set') then return { 0, dropped } end
+local due = own(KEYS[2], 'zset')
+local dlq = own(KEYS[3], 'hash')
+local n = 0
+for i, id in ipairs(ARGV) do
+  if redis.call('SREM', KEYS[1], id) == 1 then
+    n = n + redis.call('DEL', KEYS[3 + i])
+    if due then redis.call('ZREM', KEYS[2], id) end
+    if dlq then n = n + redis.call('HDEL', KEYS[3], id) end
+  end
+end
+return { n, dropped }
+`)
+
+// CancelWatch implements Store: it reads the watch's index, then drops
+// what it names in one script (every key declared, as Cluster wants).
+func (s *RedisStore) CancelWatch(ctx context.Context, id string) (int, error) {
+	idx := s.watch(id)
+	ids, err := s.c.SMembers(ctx, idx).Result()
+	if err != nil {
+		if isWrongType(err) {
+			s.bad.Unreadable(idx, "", true)
+			return 0, s.c.Del(ctx, idx).Err()
+		}
+		return 0, err
+	}
+	keys := []string{idx, s.deliverDue(), s.dlq()}
+	args := make([]any, 0, len(ids))
+	for _, did := range ids {
+		if !validID(did, "dlv_") {
+			s.c.SRem(ctx, idx, did)
+			continue
+		}
+		keys = append(keys, s.delivery(did))
+		args = append(args, did)
+	}
+	if len(args) == 0 {
+		return 0, nil
+	}
+	n, err := s.runInt(ctx, cancelWatch, keys, args...)
+	return int(n), err
 }
 
 // readDLQ: KEYS dlq. Returns the hash's fields and values, or 0 when the
@@ -449,6 +547,12 @@ func (s *RedisStore) DLQ(ctx context.Context) ([]DLQEntry, error) {
 	return out, nil
 }
 
+// isWrongType reports whether err is Redis's answer to a command on a key
+// of another type.
+func isWrongType(err error) bool {
+	return err != nil && strings.HasPrefix(err.Error(), "WRONGTYPE")
+}
+
 // fieldName names field f of a hash in a log line: "field <f>" when f
 // has the shape of an id of prefix, else no more than "a field" (a name
 // read from Redis is foreign input, and may hold anything).
@@ -480,7 +584,8 @@ if t ~= 'hash' then return { 1, dropped } end
 return { redis.call('HGET', KEYS[1], ARGV[1]) or 0, dropped }
 `)
 
-// redeliver: KEYS dlq, d:{did}, d:due; ARGV entry id, delivery, due ms, did.
+// redeliver: KEYS dlq, d:{did}, d:due[, w:{wid}]; ARGV entry id,
+// delivery, due ms, did.
 var redeliver = script(`
 if redis.call('TYPE', KEYS[1])['ok'] ~= 'hash' or redis.call('HDEL', KEYS[1], ARGV[1]) == 0 then
   return { 0, dropped }
@@ -488,6 +593,10 @@ end
 own(KEYS[3], 'zset')
 redis.call('SET', KEYS[2], ARGV[2])
 redis.call('ZADD', KEYS[3], ARGV[3], ARGV[4])
+if KEYS[4] then
+  own(KEYS[4], 'set')
+  redis.call('SADD', KEYS[4], ARGV[4])
+end
 return { 1, dropped }
 `)
 
@@ -518,8 +627,11 @@ func (s *RedisStore) Redeliver(ctx context.Context, id string, fresh func(DLQEnt
 	if err != nil {
 		return err
 	}
-	n, err := s.runInt(ctx, redeliver, []string{s.dlq(), s.delivery(d.ID), s.deliverDue()},
-		id, dd, d.Due.UnixMilli(), d.ID)
+	keys := []string{s.dlq(), s.delivery(d.ID), s.deliverDue()}
+	if d.WatchID != "" {
+		keys = append(keys, s.watch(d.WatchID))
+	}
+	n, err := s.runInt(ctx, redeliver, keys, id, dd, d.Due.UnixMilli(), d.ID)
 	if err != nil {
 		return err
 	}

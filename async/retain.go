@@ -205,7 +205,7 @@ func (m *Manager) finish(ctx context.Context, q *Query, status Status, now time.
 		return err
 	}
 	d := &Delivery{ID: newID("dlv_"), MessageID: "msg_" + q.ID, QueryID: q.ID, CallbackURL: q.CallbackURL,
-		Payload: payload, CreatedAt: now, Due: now, Trace: q.Trace}
+		Signer: q.Signer, Payload: payload, CreatedAt: now, Due: now, Trace: q.Trace}
 	ok, err := m.store.FinishQuery(ctx, q, d, m.opts.Keep)
 	if err != nil {
 		return err

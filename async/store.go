@@ -33,12 +33,21 @@ type Store interface {
 	// ClaimDeliveries returns up to max deliveries due at now, leased
 	// until now+lease.
 	ClaimDeliveries(ctx context.Context, now time.Time, lease time.Duration, max int) ([]*Delivery, error)
-	// SaveDelivery stores d, due at d.Due.
+	// SaveDelivery stores d, due at d.Due. The delivery of a watch is
+	// saved only while it is not cancelled (CancelWatch).
 	SaveDelivery(ctx context.Context, d *Delivery) error
+	// AddDelivery stores a new delivery d, due at d.Due, unless one with
+	// its id is stored already (the same message sent again); it reports
+	// whether it stored it. The delivery of a watch is indexed under it.
+	AddDelivery(ctx context.Context, d *Delivery) (bool, error)
 	// DeleteDelivery forgets a delivered delivery.
-	DeleteDelivery(ctx context.Context, id string) error
-	// DeadLetter replaces delivery d by the DLQ entry e, at once.
+	DeleteDelivery(ctx context.Context, d *Delivery) error
+	// DeadLetter replaces delivery d by the DLQ entry e, at once (unless d
+	// is a watch's that was cancelled meanwhile).
 	DeadLetter(ctx context.Context, d *Delivery, e DLQEntry) error
+	// CancelWatch drops every delivery of watch id, pending or in the
+	// DLQ, and reports how many it dropped.
+	CancelWatch(ctx context.Context, id string) (int, error)
 	// DLQ lists the dead letter queue, oldest failure first.
 	DLQ(ctx context.Context) ([]DLQEntry, error)
 	// DLQLen is the number of entries in the dead letter queue.
@@ -63,6 +72,8 @@ type MemoryStore struct {
 	deliveries map[string][]byte
 	deliverDue map[string]time.Time
 	dlq        map[string]dlqRecord
+	// watches indexes the deliveries of each watch, pending or in the DLQ.
+	watches map[string]map[string]bool
 }
 
 type memQuery struct {
@@ -78,17 +89,23 @@ type dlqRecord struct {
 	Entry     DLQEntry     `json:"entry"`
 	MessageID string       `json:"message_id"`
 	Trace     TraceContext `json:"trace,omitzero"`
+	Signer    string       `json:"signer,omitempty"`
+	Sealed    []byte       `json:"sealed,omitempty"`
 }
 
 // record is e as stored.
 func (e DLQEntry) record() dlqRecord {
-	return dlqRecord{Entry: e, MessageID: e.MessageID, Trace: e.Trace}
+	r := dlqRecord{Entry: e, MessageID: e.MessageID, Trace: e.Trace, Signer: e.Signer, Sealed: e.Sealed}
+	if e.Sealed != nil {
+		r.Entry.Payload = nil // never stored in clear
+	}
+	return r
 }
 
 // entry is the DLQ entry r stores.
 func (r dlqRecord) entry() DLQEntry {
 	e := r.Entry
-	e.MessageID, e.Trace = r.MessageID, r.Trace
+	e.MessageID, e.Trace, e.Signer, e.Sealed = r.MessageID, r.Trace, r.Signer, r.Sealed
 	return e
 }
 
@@ -99,7 +116,7 @@ func NewMemoryStore() *MemoryStore {
 	return &MemoryStore{
 		queries: make(map[string]memQuery), queryDue: make(map[string]time.Time),
 		deliveries: make(map[string][]byte), deliverDue: make(map[string]time.Time),
-		dlq: make(map[string]dlqRecord),
+		dlq: make(map[string]dlqRecord), watches: make(map[string]map[string]bool),
 	}
 }
 
@@ -233,17 +250,54 @@ func (s *MemoryStore) SaveDelivery(_ context.Context, d *Delivery) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if d.WatchID != "" && !s.watches[d.WatchID][d.ID] {
+		return nil // cancelled
+	}
 	s.deliveries[d.ID] = dd
 	s.deliverDue[d.ID] = d.Due
 	return nil
 }
 
-// DeleteDelivery implements Store.
-func (s *MemoryStore) DeleteDelivery(_ context.Context, id string) error {
+// AddDelivery implements Store.
+func (s *MemoryStore) AddDelivery(_ context.Context, d *Delivery) (bool, error) {
+	dd, err := json.Marshal(d)
+	if err != nil {
+		return false, err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	delete(s.deliveries, id)
-	delete(s.deliverDue, id)
+	if _, ok := s.deliveries[d.ID]; ok {
+		return false, nil
+	}
+	s.deliveries[d.ID] = dd
+	s.deliverDue[d.ID] = d.Due
+	s.index(d.WatchID, d.ID)
+	return true, nil
+}
+
+// index records delivery id as one of watch wid's ("" is no watch).
+func (s *MemoryStore) index(wid, id string) {
+	if wid == "" {
+		return
+	}
+	if s.watches[wid] == nil {
+		s.watches[wid] = make(map[string]bool)
+	}
+	s.watches[wid][id] = true
+}
+
+// DeleteDelivery implements Store.
+func (s *MemoryStore) DeleteDelivery(_ context.Context, d *Delivery) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.deliveries, d.ID)
+	delete(s.deliverDue, d.ID)
+	if d.WatchID != "" {
+		delete(s.watches[d.WatchID], d.ID)
+		if len(s.watches[d.WatchID]) == 0 {
+			delete(s.watches, d.WatchID)
+		}
+	}
 	return nil
 }
 
@@ -251,10 +305,34 @@ func (s *MemoryStore) DeleteDelivery(_ context.Context, id string) error {
 func (s *MemoryStore) DeadLetter(_ context.Context, d *Delivery, e DLQEntry) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if d.WatchID != "" && !s.watches[d.WatchID][d.ID] {
+		return nil // cancelled
+	}
 	delete(s.deliveries, d.ID)
 	delete(s.deliverDue, d.ID)
 	s.dlq[e.ID] = e.record()
+	s.index(e.WatchID, e.ID)
 	return nil
+}
+
+// CancelWatch implements Store.
+func (s *MemoryStore) CancelWatch(_ context.Context, id string) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for did := range s.watches[id] {
+		if _, ok := s.deliveries[did]; ok {
+			n++
+		}
+		if _, ok := s.dlq[did]; ok {
+			n++
+		}
+		delete(s.deliveries, did)
+		delete(s.deliverDue, did)
+		delete(s.dlq, did)
+	}
+	delete(s.watches, id)
+	return n, nil
 }
 
 // DLQ implements Store.
@@ -301,6 +379,7 @@ func (s *MemoryStore) Redeliver(_ context.Context, id string, fresh func(DLQEntr
 	delete(s.dlq, id)
 	s.deliveries[d.ID] = dd
 	s.deliverDue[d.ID] = d.Due
+	s.index(d.WatchID, d.ID)
 	return nil
 }
 

@@ -152,7 +152,7 @@ func testStore(t *testing.T, s Store) {
 	if len(ds) != 1 || ds[0].ID != fresh.ID || ds[0].MessageID != d.MessageID || ds[0].Attempts != 0 {
 		t.Fatalf("redelivery = %+v", ds)
 	}
-	if err := s.DeleteDelivery(ctx, fresh.ID); err != nil {
+	if err := s.DeleteDelivery(ctx, fresh); err != nil {
 		t.Fatal(err)
 	}
 	if _, ok, _ := s.NextDue(ctx); ok {

@@ -312,7 +312,7 @@ func TestRedisStoreUnsoundTrace(t *testing.T) {
 		} else if ds[0].Trace != want {
 			t.Errorf("%s: delivery read with trace %+v, want %+v", name, ds[0].Trace, want)
 		}
-		if err := s.DeleteDelivery(ctx, d.ID); err != nil {
+		if err := s.DeleteDelivery(ctx, d); err != nil {
 			t.Fatal(err)
 		}
 
@@ -337,7 +337,7 @@ func TestRedisStoreUnsoundTrace(t *testing.T) {
 		} else if fresh.Trace != want {
 			t.Errorf("%s: redelivered with trace %+v, want %+v", name, fresh.Trace, want)
 		}
-		if err := s.DeleteDelivery(ctx, fresh.ID); err != nil {
+		if err := s.DeleteDelivery(ctx, fresh); err != nil {
 			t.Fatal(err)
 		}
 

@@ -41,6 +41,10 @@ func TestTypesMatchOpenAPI(t *testing.T) {
 		{"WebhookEvent", reflect.TypeFor[client.WebhookEvent]()},
 		{"SourceEvent", reflect.TypeFor[aggregator.SourceEvent]()},
 		{"SummaryEvent", reflect.TypeFor[aggregator.SummaryEvent]()},
+		{"WatchRequest", reflect.TypeFor[client.WatchRequest]()},
+		{"Watch", reflect.TypeFor[client.Watch]()}, // WatchSubject, WatchSource
+		{"WatchList", reflect.TypeFor[client.WatchList]()},
+		{"WatchEvent", reflect.TypeFor[client.WatchEvent]()}, // WatchEventData, WatchChanges, InfractionChange
 	}
 	for _, tt := range tests {
 		t.Run(tt.schema, func(t *testing.T) {
@@ -69,6 +73,7 @@ func TestEnumsMatchOpenAPI(t *testing.T) {
 		{"operation", func(t testing.TB) *openapi3.Schema { return schema(t, "Operation") }, strs(aggregator.Operations...)},
 		{"async query status", prop("AsyncQuery", "status"), strs(client.QueryPending, client.QueryCompleted, client.QueryExpired)},
 		{"webhook event type", prop("WebhookEvent", "type"), strs(client.EventQueryCompleted, client.EventQueryExpired)},
+		{"watch event type", prop("WatchEvent", "type"), strs(client.EventInfractionsChanged)},
 	}
 	for _, tt := range tests {
 		var enum []string
@@ -108,6 +113,7 @@ func compare(t *testing.T, path string, s *openapi3.Schema, typ reflect.Type) {
 	for typ.Kind() == reflect.Pointer {
 		typ = typ.Elem()
 	}
+	s = nonNull(s)
 	if !kindMatches(s, typ) {
 		t.Errorf("%s: Go %s does not encode as the schema's %v", path, typ, types(s))
 		return
@@ -147,6 +153,32 @@ func compare(t *testing.T, path string, s *openapi3.Schema, typ reflect.Type) {
 		}
 		compare(t, path+"."+name, p, f.Type)
 	}
+}
+
+// nonNull is the schema of a nullable member written oneOf: [{$ref: T},
+// {type: 'null'}] (a pointer in Go): T; any other schema is itself.
+func nonNull(s *openapi3.Schema) *openapi3.Schema {
+	if len(s.OneOf) != 2 {
+		return s
+	}
+	var kept *openapi3.Schema
+	for _, ref := range s.OneOf {
+		v := ref.Value
+		if v == nil {
+			return s
+		}
+		if v.Type != nil && v.Type.Is("null") {
+			continue
+		}
+		if kept != nil {
+			return s
+		}
+		kept = v
+	}
+	if kept == nil {
+		return s
+	}
+	return kept
 }
 
 // properties are the properties of s and of its allOf parts.

@@ -38,6 +38,9 @@ type Config struct {
 	Webhooks Webhooks `yaml:"webhooks" json:"webhooks"`
 	// Memory keys and bounds the remembered answers (SPEC 14).
 	Memory Memory `yaml:"memory" json:"memory"`
+	// Watches, when the block is present, turns watches on (SPEC 15); nil
+	// means off.
+	Watches *Watches `yaml:"watches,omitempty" json:"watches,omitempty"`
 	// Defaults is the `defaults` block as written, over the built-in defaults.
 	Defaults Defaults `yaml:"defaults" json:"defaults"`
 	// Sources are the configured portals, in file order, each with every
@@ -78,6 +81,10 @@ type APIKey struct {
 	RPS  float64 `yaml:"rps" json:"rps"`
 	// Burst is the bucket size; 0 in the file means ceil(RPS).
 	Burst int `yaml:"burst" json:"burst"`
+	// WebhookSecret signs the deliveries of this key's watches and
+	// asynchronous queries (`whsec_…`, a secret); empty means
+	// webhooks.signing_secret.
+	WebhookSecret string `yaml:"webhook_secret" json:"-"`
 }
 
 // Problems configures RFC 9457 problem documents.
@@ -132,6 +139,30 @@ type Memory struct {
 	// MaxEntryBytes bounds one sealed entry: a larger answer is not
 	// remembered.
 	MaxEntryBytes int `yaml:"max_entry_bytes" json:"max_entry_bytes"`
+}
+
+// Watches configures the watches of SPEC 15: a subject checked every
+// interval, its changes delivered by webhook. The block's presence turns
+// them on; the keys it leaves out take the defaults of NewWatches.
+type Watches struct {
+	// MinInterval is the shortest interval a watch may ask for (6h).
+	MinInterval Duration `yaml:"min_interval" json:"min_interval"`
+	// DefaultInterval is the interval of a watch that asks for none (24h).
+	DefaultInterval Duration `yaml:"default_interval" json:"default_interval"`
+	// BudgetShare is the most of any source's rate budget that watch
+	// checks may use, in (0, 1] (0.5).
+	BudgetShare float64 `yaml:"budget_share" json:"budget_share"`
+	// MaxPerKey bounds the watches of one API key (10000).
+	MaxPerKey int `yaml:"max_per_key" json:"max_per_key"`
+}
+
+// setDefaults gives a watches block written in the file the defaults of
+// the keys it leaves out (the decoder calls it when it allocates one).
+func (w *Watches) setDefaults() {
+	*w = Watches{
+		MinInterval: Duration(6 * time.Hour), DefaultInterval: Duration(24 * time.Hour),
+		BudgetShare: 0.5, MaxPerKey: 10000,
+	}
 }
 
 // Remember is how long a source's answers are remembered (SPEC 14); 0s

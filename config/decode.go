@@ -378,7 +378,13 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string) {
 		v.Set(s)
 	case reflect.Pointer:
 		if v.IsNil() {
-			v.Set(reflect.New(v.Type().Elem()))
+			nv := reflect.New(v.Type().Elem())
+			// A block whose presence turns something on starts from its
+			// defaults (Watches).
+			if d, ok := nv.Interface().(interface{ setDefaults() }); ok {
+				d.setDefaults()
+			}
+			v.Set(nv)
 		}
 		d.decode(n, v.Elem(), path)
 	case reflect.String:

@@ -59,8 +59,9 @@ func expand(s string, getenv func(string) string) (out string, fromEnv bool, uns
 // maxUnset bounds the unset variables expand names, and its work.
 const maxUnset = 8
 
-// secretKey reports whether the key path holds a secret (SPEC 10, 14): the
-// admin token, the webhook signing secret, the memory keys, and every value
+// secretKey reports whether the key path holds a secret (SPEC 10, 14, 15): the
+// admin token, the webhook signing secrets (webhooks.signing_secret and each
+// API key's webhook_secret), the memory keys, and every value
 // under a source's headers or auth block, at any depth.
 func secretKey(path string) bool {
 	switch path {
@@ -69,6 +70,10 @@ func secretKey(path string) bool {
 	}
 	if rest, ok := strings.CutPrefix(path, "memory.previous_keys["); ok {
 		return strings.HasSuffix(rest, "]") && strings.Trim(rest[:len(rest)-1], "0123456789") == "" && len(rest) > 1
+	}
+	if rest, ok := strings.CutPrefix(path, "server.api_keys["); ok {
+		n, field, ok := strings.Cut(rest, "]")
+		return ok && n != "" && strings.Trim(n, "0123456789") == "" && field == ".webhook_secret"
 	}
 	rest, ok := strings.CutPrefix(path, "sources[")
 	if !ok {

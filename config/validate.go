@@ -50,6 +50,7 @@ func validate(c *Config, readFiles bool) Errors {
 	}
 	validateWebhooks(&errs, c.Webhooks)
 	validateMemory(&errs, c)
+	validateWatches(&errs, c)
 
 	defaults := validateSettings("defaults", c.Defaults, zone)
 	errs = append(errs, defaults...)
@@ -136,6 +137,9 @@ func validateServer(errs *Errors, s Server) {
 		if k.Burst < 0 {
 			errs.add(child(p, "burst"), "must not be negative (0 means ceil(rps))")
 		}
+		if k.WebhookSecret != "" && !validSecret(k.WebhookSecret) {
+			errs.add(child(p, "webhook_secret"), `want "whsec_" followed by a base64 key (value not shown)`)
+		}
 	}
 }
 
@@ -183,6 +187,37 @@ func validateWebhooks(errs *Errors, w Webhooks) {
 	}
 	if w.Breaker.OpenFor <= 0 {
 		errs.add("webhooks.breaker.open_for", "must be positive")
+	}
+}
+
+// validateWatches checks the watches block (SPEC 15), when present: it
+// needs API keys (a watch belongs to the key that made it) and a memory
+// key (what a watch keeps is sealed with it).
+func validateWatches(errs *Errors, c *Config) {
+	w := c.Watches
+	if w == nil {
+		return
+	}
+	if len(c.Server.APIKeys) == 0 {
+		errs.add("watches", "needs server.api_keys: a watch belongs to the API key that created it")
+	}
+	if c.Memory.Key == "" {
+		errs.add("watches", "needs memory.key: the subject and the last known infractions of a watch are sealed with it")
+	}
+	if w.MinInterval <= 0 {
+		errs.add("watches.min_interval", "must be positive")
+	}
+	switch {
+	case w.DefaultInterval <= 0:
+		errs.add("watches.default_interval", "must be positive")
+	case w.MinInterval > 0 && w.DefaultInterval < w.MinInterval:
+		errs.add("watches.default_interval", "must not be below watches.min_interval (%s)", w.MinInterval)
+	}
+	if !(w.BudgetShare > 0 && w.BudgetShare <= 1) {
+		errs.add("watches.budget_share", "must be above 0 and at most 1")
+	}
+	if w.MaxPerKey < 1 {
+		errs.add("watches.max_per_key", "must be at least 1")
 	}
 }
 

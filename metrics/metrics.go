@@ -42,6 +42,7 @@ type Metrics struct {
 	memoryEntries atomic.Pointer[func() int]
 	// Mapping health (SPEC 13, mapping.go).
 	items, lookups, unmapped, rules, shapes *prometheus.CounterVec
+	watches                                 watchMetrics
 
 	// created is when every count was zero; recent holds the snapshots
 	// behind Recent.
@@ -124,6 +125,8 @@ func New(breakers *breaker.Set) *Metrics {
 	reg.MustRegister(m.calls, m.callSeconds, m.queries, m.querySecs, m.transitions, m.Deliveries, m.DLQ, m.StoreDegraded,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		m.httpReqs, m.httpSecs, m.breakers, m.buildInfo, m.memoryHits, entries, m.items, m.lookups, m.unmapped, m.rules, m.shapes)
+	m.watches = newWatchMetrics()
+	reg.MustRegister(m.watches.collectors()...)
 	m.SetBuildInfo(BuildInfo{})
 	return m
 }

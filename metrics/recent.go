@@ -147,22 +147,8 @@ func (m *Metrics) snapshot(now time.Time) snapshot {
 		s.outcomes[[2]string{labels["source"], labels["outcome"]}] += pm.GetCounter().GetValue()
 	})
 	collect(m.callSeconds, func(labels map[string]string, pm *dto.Metric) {
-		ph := pm.GetHistogram()
 		h := s.hists[labels["source"]]
-		if h.bounds == nil {
-			for _, b := range ph.GetBucket() {
-				h.bounds = append(h.bounds, b.GetUpperBound())
-			}
-			h.bounds = append(h.bounds, math.Inf(1))
-			h.cum = make([]float64, len(h.bounds))
-		}
-		for i, b := range ph.GetBucket() {
-			if i < len(h.cum)-1 {
-				h.cum[i] += float64(b.GetCumulativeCount())
-			}
-		}
-		h.cum[len(h.cum)-1] += float64(ph.GetSampleCount())
-		h.count += float64(ph.GetSampleCount())
+		h.add(pm.GetHistogram())
 		s.hists[labels["source"]] = h
 	})
 	return s

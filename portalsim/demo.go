@@ -134,6 +134,31 @@ func Demo() []Jurisdiction {
 	}
 }
 
+// DemoGainID is the infraction that caba gains in the demo of `portalsim
+// -demo` (WithGain).
+const DemoGainID = "Q-12001"
+
+// WithGain is js with caba's portal gaining one more infraction for
+// DemoPlate after (0: never), an unpaid speeding ticket: what a watch of
+// that vehicle (SPEC 15) reports as added. js without caba is returned as
+// it is.
+func WithGain(js []Jurisdiction, after time.Duration) []Jurisdiction {
+	if after <= 0 {
+		return js
+	}
+	out := slices.Clone(js)
+	for i, j := range out {
+		if j.ID != "caba" {
+			continue
+		}
+		j.Records = append(slices.Clone(j.Records), Record{Domain: DemoPlate, CUIT: DemoCUIT, DNI: DemoDNI, ID: DemoGainID,
+			Date: "2026-03-20T08:30:00", Description: "Cruce de semáforo en rojo", Place: "Av. Córdoba y Callao",
+			Amount: "210000.00", Currency: "ARS", Status: StatusUnpaid, After: after.String()})
+		out[i] = j
+	}
+	return out
+}
+
 // DialectDemo is one demo jurisdiction in each dialect of SPEC 8, every one
 // healthy, with records for DemoPlate and DemoCUIT and the same kinds of
 // normalisation cases as Demo (zone-less dates, amounts with three

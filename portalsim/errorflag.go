@@ -88,7 +88,7 @@ func (p *Portal) ownersRecords(recs []Record) []Record {
 		owners[owner(r)] = true
 	}
 	var all []Record
-	for _, r := range p.j.Records {
+	for _, r := range p.visible(p.j.Records) {
 		if owners[owner(r)] {
 			all = append(all, r)
 		}

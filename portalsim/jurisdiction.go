@@ -69,6 +69,16 @@ type Record struct {
 	// Status is StatusUnpaid, StatusPaid or StatusInProcess, which each
 	// shape words its own way, or any other text, sent as it is.
 	Status string `json:"status"`
+	// After, a Go duration, holds the record back until that long after
+	// the portal started: an infraction that appears while the portal runs
+	// (what a watch, SPEC 15, is there to notice). Empty: from the start.
+	After string `json:"after,omitempty"`
+}
+
+// after is how long after the portal's start r appears (validated).
+func (r Record) after() time.Duration {
+	d, _ := time.ParseDuration(r.After)
+	return d
 }
 
 // ErrInvalidJurisdiction is wrapped by every error of Jurisdiction.Validate.
@@ -118,6 +128,9 @@ func (j Jurisdiction) Validate() error {
 		}
 		if r.CUIT != "" && !validCUIT(digits(r.CUIT)) {
 			bad("record %d: CUIT has a wrong check digit or length", i)
+		}
+		if d, err := time.ParseDuration(r.After); r.After != "" && (err != nil || d < 0) {
+			bad("record %d: after %q is not a Go duration of at least 0", i, r.After)
 		}
 	}
 	return errors.Join(errs...)

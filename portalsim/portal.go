@@ -56,6 +56,10 @@ type Portal struct {
 
 	closeOnce sync.Once
 	done      chan struct{} // closed by Close
+
+	// started is when the portal was built: records with an After appear
+	// that long after it.
+	started time.Time
 }
 
 // New builds the portal of j. It panics if j is not valid (see
@@ -85,6 +89,7 @@ func New(j Jurisdiction) *Portal {
 		tokens:   newTokenStore(),
 		sessions: newSessionStore(),
 		done:     make(chan struct{}),
+		started:  time.Now(),
 	}
 	for _, r := range j.Records {
 		if k := normalDomain(r.Domain); k != "" {
@@ -393,7 +398,20 @@ func (p *Portal) lookupID(w http.ResponseWriter, r *http.Request, id, idKind str
 	p.writeLookup(w, r, kindByID, p.byID[key])
 }
 
+// visible is recs without those that have not appeared yet (Record.After).
+func (p *Portal) visible(recs []Record) []Record {
+	since := time.Since(p.started)
+	var out []Record
+	for _, r := range recs {
+		if r.after() <= since {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
 func (p *Portal) writeLookup(w http.ResponseWriter, r *http.Request, k kind, recs []Record) {
+	recs = p.visible(recs)
 	if p.d.answer != nil {
 		p.d.answer(p, w, r, k, recs)
 		return
@@ -407,7 +425,7 @@ func (p *Portal) writeLookup(w http.ResponseWriter, r *http.Request, k kind, rec
 
 func (p *Portal) voucher(w http.ResponseWriter, number string) {
 	rec, ok := p.byNumber[number]
-	if !ok {
+	if !ok || len(p.visible([]Record{rec})) == 0 {
 		p.fail(w, http.StatusNotFound, "acta inexistente")
 		return
 	}

@@ -25,7 +25,7 @@ type Slug string
 
 func (s Slug) Error() string { return string(s) }
 
-// The problem types of SPEC 5.
+// The problem types of SPEC 5 (watch-limit: SPEC 15).
 const (
 	CircuitOpen       Slug = "circuit-open"
 	RateLimited       Slug = "rate-limited"
@@ -42,6 +42,7 @@ const (
 	MethodNotAllowed  Slug = "method-not-allowed"
 	RequestTimeout    Slug = "request-timeout"
 	PayloadTooLarge   Slug = "payload-too-large"
+	WatchLimit        Slug = "watch-limit"
 	TooManyRequests   Slug = "too-many-requests"
 	Overloaded        Slug = "overloaded"
 	Internal          Slug = "internal"
@@ -81,13 +82,15 @@ var Catalogue = []Kind{
 	{Forbidden, "Forbidden", http.StatusForbidden,
 		"The credentials do not allow this, or this surface is disabled by configuration."},
 	{NotFound, "Not found", http.StatusNotFound,
-		"No such route, source, query or dead-letter entry."},
+		"No such route, source, query, dead-letter entry or watch (a watch of another API key is not found either)."},
 	{MethodNotAllowed, "Method not allowed", http.StatusMethodNotAllowed,
 		"The route exists but does not accept this HTTP method; the Allow header lists those it does."},
 	{RequestTimeout, "Request timeout", http.StatusRequestTimeout,
 		"The request's body did not arrive within server.read_timeout of the request's start, so it was not served; the connection is closed. Send the whole request at once, and again if it was cut off."},
 	{PayloadTooLarge, "Payload too large", http.StatusRequestEntityTooLarge,
 		"The request's body is over 64 KiB, the most any endpoint takes; a Content-Length over it is refused before the body is read. The connection is closed."},
+	{WatchLimit, "Watch limit reached", http.StatusConflict,
+		"The API key already has as many watches as watches.max_per_key allows. Delete watches it no longer needs (DELETE /v1/watches/{id}) before creating others."},
 	{TooManyRequests, "Too many requests", http.StatusTooManyRequests,
 		"The client's own request budget is spent. Retry-After says when it refills."},
 	{Overloaded, "Overloaded", http.StatusServiceUnavailable,

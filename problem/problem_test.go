@@ -34,6 +34,7 @@ func TestCatalogNew(t *testing.T) {
 		{problem.MethodNotAllowed, 405},
 		{problem.RequestTimeout, 408},
 		{problem.PayloadTooLarge, 413},
+		{problem.WatchLimit, 409},
 		{problem.TooManyRequests, 429},
 		{problem.Overloaded, 503},
 		{problem.Internal, 500},

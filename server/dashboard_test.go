@@ -107,7 +107,7 @@ func TestDashboardPage(t *testing.T) {
 			t.Errorf("the page uses %s", bad)
 		}
 	}
-	for _, id := range []string{"token-form", "token-input", "message", "last-updated", "breakers", "events-body", "dlq", "dlq-status", "dlq-body"} {
+	for _, id := range []string{"token-form", "token-input", "message", "last-updated", "breakers", "events-body", "dlq", "dlq-status", "dlq-body", "watches", "watches-figures"} {
 		if !strings.Contains(page, `id="`+id+`"`) {
 			t.Errorf("the page lacks #%s", id)
 		}
@@ -446,6 +446,12 @@ func TestDashboardInBrowser(t *testing.T) {
 		t.Errorf("DLQ section = %q, want not available or empty", got)
 	}
 
+	// Watches are off on this server: their section stays hidden.
+	b.waitUntil(t, `document.getElementById('watches').dataset.available === 'false'`)
+	if got := b.eval(t, `document.getElementById('watches').hidden ? 'hidden' : 'shown'`); got != "hidden" {
+		t.Errorf("the watches section is %s where watches are off", got)
+	}
+
 	// A paused source is not a healthy one: its closed breaker's card says
 	// it is rate-limited, until when, and the sources table says why.
 	b.waitFor(t, `#sources-body tr[data-source="pba"][data-paused="true"]`)
@@ -752,5 +758,77 @@ func TestDashboardDLQAndEscaping(t *testing.T) {
 
 	if p := b.problems(); len(p) > 0 {
 		t.Errorf("the page reported errors:\n%s", strings.Join(p, "\n"))
+	}
+}
+
+// TestDashboardShowsWatches: where watches are on (SPEC 15), the dashboard
+// shows the fleet's watches, their backlog, and how late this replica's
+// checks started; where they are off, the section stays hidden.
+func TestDashboardShowsWatches(t *testing.T) {
+	if testing.Short() {
+		t.Skip("browser test")
+	}
+	path := chromium(t)
+	var js []portalsim.Jurisdiction
+	for _, j := range portalsim.Demo() {
+		if j.ID == "caba" || j.ID == "santafe" {
+			js = append(js, j)
+		}
+	}
+	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	t.Cleanup(receiver.Close)
+	env := apptest.Start(t, js, fmt.Sprintf(`server:
+  listen: "127.0.0.1:0"
+  admin_token: %q
+  api_keys: [{name: fleet-co, key: fleet-key, rps: 100}]
+memory: {key: %q}
+webhooks: {allow_private: true}
+watches: {min_interval: 1s}
+`, dashboardToken, base64.StdEncoding.EncodeToString([]byte("dashboard test memory key 32 b.."))), app.Options{})
+	for _, plate := range []string{portalsim.DemoPlate, portalsim.DemoPlateOld} {
+		req, _ := http.NewRequest(http.MethodPost, env.URL+"/v1/watches",
+			strings.NewReader(fmt.Sprintf(`{"domain": %q, "callback_url": %q, "interval": "1s"}`, plate, receiver.URL)))
+		req.Header.Set("X-API-Key", "fleet-key")
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusCreated {
+			t.Fatalf("POST /v1/watches: %s", resp.Status)
+		}
+	}
+
+	b := startBrowser(t, path)
+	b.do(t, "open the dashboard and sign in", chromedp.Navigate(env.URL+"/"), chromedp.WaitVisible(chromedp.ID("token-form")),
+		chromedp.SendKeys(chromedp.ID("token-input"), dashboardToken), chromedp.Click(chromedp.ID("token-submit")))
+	b.waitFor(t, `#watches[data-available="true"]`)
+	// Two watches, each checked (a baseline each, so two changed checks),
+	// started within a second of when they were due.
+	b.waitUntil(t, `/changed [2-9]/.test(document.querySelector('#watches [data-field="checks"]').textContent)`)
+	field := func(name string) string {
+		return b.eval(t, fmt.Sprintf(`document.querySelector('#watches [data-field=%q]').textContent`, name))
+	}
+	if got := field("watches"); got != "2" {
+		t.Errorf("watches = %q, want 2", got)
+	}
+	if got := field("backlog"); got != "none" && !regexp.MustCompile(`^(<1s|[0-9]s)$`).MatchString(got) {
+		t.Errorf("backlog = %q, want none or a moment", got)
+	}
+	if got := field("lag"); !regexp.MustCompile(`^(0s|<1s|[0-9]+s) / (0s|<1s|[0-9]+s)$`).MatchString(got) {
+		t.Errorf("lag = %q, want p50 / p95", got)
+	}
+	if got := field("checks"); !strings.HasPrefix(got, "unchanged ") || !strings.Contains(got, " · failed 0") {
+		t.Errorf("checks = %q, want every outcome", got)
+	}
+	if got := b.eval(t, `document.querySelector('#watches [data-field="lag-box"]').dataset.late`); got != "false" {
+		t.Errorf("lag marked late: %s", got)
+	}
+	if p := b.problems(); len(p) > 0 {
+		t.Errorf("the page threw or broke its policy: %q", p)
 	}
 }

@@ -11,7 +11,8 @@ import (
 
 // forgetMemory is DELETE /v1/admin/memory (SPEC 14): ?domain= or ?id=
 // forgets a subject in every source (a person under each of their ids),
-// ?source= everything one source remembered. A lookup in flight does not
+// and its watches with their last known infractions (SPEC 15); ?source=
+// everything one source remembered. A lookup in flight does not
 // write a forgotten subject back (memory.Ticket). 204 once it is done;
 // when the store cannot be reached the erasure is not reported done.
 func (s *Server) forgetMemory(c *gin.Context) {
@@ -43,6 +44,9 @@ func (s *Server) forgetMemory(c *gin.Context) {
 			return
 		}
 		err = s.opts.Memory.Forget(ctx, q)
+		if err == nil && s.opts.Watches != nil {
+			err = s.opts.Watches.Forget(ctx, q)
+		}
 	}
 	if err != nil {
 		s.opts.Logger.ErrorContext(ctx, "forgetting remembered answers", "err", err.Error())

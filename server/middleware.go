@@ -20,6 +20,7 @@ func (s *Server) apiKeys(c *gin.Context) {
 		s.failSlug(c, problem.Unauthorized, "A valid X-API-Key header is required.")
 		return
 	}
+	c.Set(keyNameKey, name)
 	q := s.opts.Keys.Take(name)
 	q.SetHeaders(c.Writer.Header())
 	if !q.Allowed {
@@ -29,6 +30,15 @@ func (s *Server) apiKeys(c *gin.Context) {
 		return
 	}
 	c.Next()
+}
+
+// keyNameKey is where apiKeys keeps the name of the request's API key.
+const keyNameKey = "aggregator.api_key"
+
+// keyName is the name of the API key that sent the request; "" without
+// API keys.
+func keyName(c *gin.Context) string {
+	return c.GetString(keyNameKey)
 }
 
 // isAdmin reports whether path is /v1/admin or under it.

@@ -49,85 +49,33 @@ func (s *Server) createQuery(c *gin.Context) {
 		return
 	}
 	ctx := c.Request.Context()
-	body, err := io.ReadAll(c.Request.Body) // in memory, bounded (readBody)
-	var raw map[string]json.RawMessage
-	if err != nil || json.Unmarshal(body, &raw) != nil || raw == nil {
-		s.fail(c, s.opts.Problems.Invalid(problem.InvalidParam{Name: "body",
-			Reason: fmt.Sprintf("must be a JSON object of at most %d KiB", MaxBodyBytes>>10)}), nil)
+	b, ok := s.jsonBody(c)
+	if !ok {
 		return
 	}
-	var bad []problem.InvalidParam
-	field := func(name string) (string, bool, bool) {
-		v, ok := raw[name]
-		if !ok || string(v) == "null" {
-			return "", false, true
-		}
-		var str string
-		if json.Unmarshal(v, &str) != nil {
-			bad = append(bad, problem.InvalidParam{Name: name, Reason: "must be a string"})
-			return "", true, false
-		}
-		return str, true, true
-	}
-	domain, hasDomain, okDomain := field("domain")
-	id, hasID, okID := field("id")
-	callback, hasCallback, okCallback := field("callback_url")
-	maxWaitRaw, hasMaxWait, okMaxWait := field("max_wait")
-
-	var q aggregator.Query
-	validQuery := false
-	if okDomain && okID {
-		var qbad []problem.InvalidParam
-		q, qbad = aggregator.NewQuery(domain, id, hasDomain, hasID)
-		bad = append(bad, qbad...)
-		validQuery = len(qbad) == 0
-	}
-	only, reason := asyncSources(raw["sources"])
-	if reason != "" {
-		bad = append(bad, problem.InvalidParam{Name: "sources", Reason: reason})
-	}
-	var set []fanout.Member
-	if validQuery && reason == "" {
-		var sbad []problem.InvalidParam
-		set, sbad = s.opts.Engine.Select(q, only)
-		bad = append(bad, sbad...)
-		if len(sbad) == 0 && len(set) == 0 {
-			name := "domain"
-			if q.Domain == "" {
-				name = "id"
-			}
-			bad = append(bad, problem.InvalidParam{Name: name, Reason: "no configured source can answer this query"})
-		}
-	}
-	switch {
-	case !okCallback:
-	case !hasCallback || strings.TrimSpace(callback) == "":
-		bad = append(bad, problem.InvalidParam{Name: "callback_url", Reason: "required: an absolute http or https URL"})
-	default:
-		if why := s.opts.Async.CheckCallback(ctx, callback); why != "" {
-			bad = append(bad, problem.InvalidParam{Name: "callback_url", Reason: why})
-		}
-	}
+	sub := s.readSubject(ctx, b)
+	maxWaitRaw, hasMaxWait, okMaxWait := b.str("max_wait")
 	var maxWait time.Duration
 	if okMaxWait && hasMaxWait {
 		d, err := time.ParseDuration(strings.TrimSpace(maxWaitRaw))
 		switch limit := s.opts.Async.MaxWait(); {
 		case err != nil:
-			bad = append(bad, problem.InvalidParam{Name: "max_wait", Reason: "not a Go duration such as 10m"})
+			b.invalid("max_wait", "not a Go duration such as 10m")
 		case d <= 0:
-			bad = append(bad, problem.InvalidParam{Name: "max_wait", Reason: "must be positive"})
+			b.invalid("max_wait", "must be positive")
 		case d > limit:
-			bad = append(bad, problem.InvalidParam{Name: "max_wait", Reason: "must not exceed async.max_wait (" + limit.String() + ")"})
+			b.invalid("max_wait", "must not exceed async.max_wait ("+limit.String()+")")
 		default:
 			maxWait = d
 		}
 	}
-	directives, bad := cacheControl(c, bad)
+	directives, bad := cacheControl(c, b.bad)
 	if len(bad) > 0 {
 		s.fail(c, s.opts.Problems.Invalid(bad...), nil)
 		return
 	}
-	v, err := s.opts.Async.Submit(ctx, async.Request{Query: q, Sources: set, CallbackURL: callback, MaxWait: maxWait, Directives: directives})
+	v, err := s.opts.Async.Submit(ctx, async.Request{Query: sub.query, Sources: sub.set, CallbackURL: sub.callback,
+		MaxWait: maxWait, Directives: directives, Signer: keyName(c)})
 	if err != nil {
 		s.opts.Logger.ErrorContext(c.Request.Context(), "accepting an asynchronous query", "err", err.Error())
 		s.failSlug(c, problem.Internal, "")
@@ -136,6 +84,99 @@ func (s *Server) createQuery(c *gin.Context) {
 	noStore(c)
 	c.Header("Location", "/v1/queries/"+v.ID)
 	writeJSON(c, http.StatusAccepted, v)
+}
+
+// body is a request's JSON object, and the problems found in it so far.
+type body struct {
+	raw map[string]json.RawMessage
+	bad []problem.InvalidParam
+}
+
+// jsonBody reads the request's body as a JSON object; when it is not one,
+// it answers 400 and reports false.
+func (s *Server) jsonBody(c *gin.Context) (*body, bool) {
+	data, err := io.ReadAll(c.Request.Body) // in memory, bounded (readBody)
+	var raw map[string]json.RawMessage
+	if err != nil || json.Unmarshal(data, &raw) != nil || raw == nil {
+		s.fail(c, s.opts.Problems.Invalid(problem.InvalidParam{Name: "body",
+			Reason: fmt.Sprintf("must be a JSON object of at most %d KiB", MaxBodyBytes>>10)}), nil)
+		return nil, false
+	}
+	return &body{raw: raw}, true
+}
+
+func (b *body) invalid(name, reason string) {
+	b.bad = append(b.bad, problem.InvalidParam{Name: name, Reason: reason})
+}
+
+// str reads member name as a string: its value, whether it is present
+// (null is absent), and whether it is a string (or absent).
+func (b *body) str(name string) (v string, has, ok bool) {
+	raw, present := b.raw[name]
+	if !present || string(raw) == "null" {
+		return "", false, true
+	}
+	if json.Unmarshal(raw, &v) != nil {
+		b.invalid(name, "must be a string")
+		return "", true, false
+	}
+	return v, true, true
+}
+
+// subject is what an asynchronous query and a watch have in common: the
+// lookup, the sources that answer it, and where to deliver.
+type subject struct {
+	query aggregator.Query
+	// only are the source ids asked for (nil: all); set the members that
+	// answer query among them.
+	only     []string
+	set      []fanout.Member
+	callback string
+}
+
+// readSubject reads and validates `domain` or `id`, `sources` and
+// `callback_url` (SPEC 3.1, 3.4, 9), the same for queries and watches;
+// its problems go to b.
+func (s *Server) readSubject(ctx context.Context, b *body) subject {
+	var sub subject
+	domain, hasDomain, okDomain := b.str("domain")
+	id, hasID, okID := b.str("id")
+	callback, hasCallback, okCallback := b.str("callback_url")
+	validQuery := false
+	if okDomain && okID {
+		var qbad []problem.InvalidParam
+		sub.query, qbad = aggregator.NewQuery(domain, id, hasDomain, hasID)
+		b.bad = append(b.bad, qbad...)
+		validQuery = len(qbad) == 0
+	}
+	only, reason := asyncSources(b.raw["sources"])
+	if reason != "" {
+		b.invalid("sources", reason)
+	}
+	sub.only = only
+	if validQuery && reason == "" {
+		var sbad []problem.InvalidParam
+		sub.set, sbad = s.opts.Engine.Select(sub.query, only)
+		b.bad = append(b.bad, sbad...)
+		if len(sbad) == 0 && len(sub.set) == 0 {
+			name := "domain"
+			if sub.query.Domain == "" {
+				name = "id"
+			}
+			b.invalid(name, "no configured source can answer this query")
+		}
+	}
+	switch {
+	case !okCallback:
+	case !hasCallback || strings.TrimSpace(callback) == "":
+		b.invalid("callback_url", "required: an absolute http or https URL")
+	case s.opts.Async != nil:
+		if why := s.opts.Async.CheckCallback(ctx, callback); why != "" {
+			b.invalid("callback_url", why)
+		}
+	}
+	sub.callback = callback
+	return sub
 }
 
 // asyncSources reads the optional `sources` member: an array of source ids.

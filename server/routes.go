@@ -13,6 +13,10 @@ func (s *Server) routes() {
 	client.GET("/sources/:source/infractions/:infraction_id/voucher", s.voucher)
 	client.POST("/queries", s.createQuery)
 	client.GET("/queries/:qid", s.getQuery)
+	client.POST("/watches", s.createWatch)
+	client.GET("/watches", s.listWatches)
+	client.GET("/watches/:wid", s.getWatch)
+	client.DELETE("/watches/:wid", s.deleteWatch)
 
 	admin := r.Group("/v1/admin", s.adminAuth)
 	admin.GET("/breakers", s.listBreakers)
@@ -27,6 +31,7 @@ func (s *Server) routes() {
 	admin.DELETE("/dlq/:id", s.deleteDLQ)
 	admin.GET("/readyz", s.adminReadyz)
 	admin.DELETE("/memory", s.forgetMemory)
+	admin.GET("/watches", s.watchStats)
 
 	// Runtime profiles for operators (pprof.go): the admin token, like
 	// /v1/admin, and not counted toward max_in_flight (overload.go).

@@ -53,6 +53,9 @@ type Options struct {
 	// Memory holds the remembered answers that DELETE /v1/admin/memory
 	// forgets (SPEC 14); nil when nothing is remembered.
 	Memory *memory.Memory
+	// Watches serves /v1/watches (SPEC 15); nil (watches off) answers 404.
+	// A watch belongs to the API key that made it (Keys).
+	Watches Watches
 	// MaxInFlight bounds the requests served at once, health, readiness
 	// and metrics excepted; DefaultMaxInFlight when zero (SPEC 9). A
 	// request counts once its body has arrived (readBody).

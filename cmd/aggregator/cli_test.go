@@ -13,7 +13,7 @@ import (
 )
 
 // commands are the subcommands aggregator help must list.
-var commands = []string{"run", "validate", "query", "sources check", "sources test", "version", "help"}
+var commands = []string{"run", "validate", "query", "watch", "sources check", "sources test", "version", "help"}
 
 // The command line: help on stdout with exit 0; an unknown command, flag
 // or argument, a non-loopback demo, is exit 2 with the usage on stderr,
@@ -155,6 +155,11 @@ sources:
 		{"query", append([]string{"query", "--domain", "AB123CD", "-o", "yaml"}, noServer...), []string{`-o "yaml"`, queryUsage}},
 		{"query", append([]string{"query", "--domain", "AB123CD", "--timeout", "soon"}, noServer...), []string{`invalid value "soon" for flag -timeout`, queryUsage}},
 		{"query", []string{"query", "--domain", "AB123CD", "--server", "ftp://127.0.0.1:1"}, []string{"want an absolute http or https URL", queryUsage}},
+		{"watch", []string{"watch"}, []string{"a subcommand is required", "usage: aggregator watch create"}},
+		{"watch", []string{"watch", "pause"}, []string{`unknown subcommand "pause"`, "usage: aggregator watch create"}},
+		{"watch", append([]string{"watch", "create", "--plate", "AB123CD"}, noServer...), []string{"flag provided but not defined: -plate", "usage: aggregator watch create"}},
+		{"watch", append([]string{"watch", "create", "--domain", "AB123CD"}, noServer...), []string{"--callback is required", "usage: aggregator watch create"}},
+		{"watch", append([]string{"watch", "get"}, noServer...), []string{"the watch id is required", "usage: aggregator watch create"}},
 		{"sources", []string{"sources"}, []string{"a subcommand is required", checkUsage}},
 		{"sources", []string{"sources", "list"}, []string{`unknown subcommand "list"`, checkUsage}},
 		{"sources check", []string{"sources", "check", "-config", cfg, "-nope"}, []string{"flag provided but not defined: -nope", checkUsage}},

@@ -4,6 +4,8 @@
 //	aggregator [run] -config FILE [-listen ADDR]
 //	aggregator validate -config FILE   list every problem of a config, exit 1 if any
 //	aggregator query --domain PLATE    look a query up through a running aggregator
+//	aggregator watch create|get|list|delete
+//	                                   manage an API key's watches on a running aggregator
 //	aggregator sources check -config FILE (-domain P | -id N | -infraction ID) [-record DIR]
 //	                                   call each source once and show what maps
 //	aggregator sources test -config FILE [-update] DIR
@@ -74,6 +76,8 @@ Commands:
                  or, without -config, a demo over simulated portals on loopback
   validate       check a configuration file and list every problem in it (-config FILE)
   query          look up infractions through a running aggregator (--domain or --id)
+  watch          manage an API key's watches on a running aggregator: watch create, get,
+                 list, delete (SPEC 15; the changes are posted to a callback)
   sources check  call each configured source once, outside the breakers, and show the
                  exchange and how every item maps (-config FILE, -domain, -id or -infraction;
                  -record DIR also writes it as DIR/<source>.har, secrets masked)
@@ -101,6 +105,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return validate(rest, getenv, stdout, stderr)
 	case "query":
 		return query(ctx, rest, getenv, stdout, stderr)
+	case "watch":
+		return watchCmd(ctx, rest, getenv, stdout, stderr)
 	case "sources":
 		return sourcesCmd(ctx, rest, getenv, stdout, stderr)
 	case "version":
@@ -122,7 +128,8 @@ func help(ctx context.Context, args []string, getenv func(string) string, stdout
 	}
 	topic := strings.Join(args, " ")
 	switch topic {
-	case "run", "validate", "query", "sources", "sources check", "sources test", "version", "help":
+	case "run", "validate", "query", "sources", "sources check", "sources test", "version", "help",
+		"watch", "watch create", "watch get", "watch list", "watch delete":
 		// What COMMAND -h prints, on stdout; -h never runs anything.
 		return run(ctx, append(slices.Clone(args), "-h"), getenv, stdout, stdout)
 	}

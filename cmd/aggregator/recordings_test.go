@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,7 +13,6 @@ import (
 // updateRecordings re-records the project's recordings from portalsim:
 //
 //	go test ./cmd/aggregator -run TestRecordings -update
-var updateRecordings = flag.Bool("update", false, "re-record testdata/recordings from portalsim, and rewrite their golden files")
 
 // recordingsDir holds the project's recordings: the configuration they
 // go with, and a directory of HARs and golden files per subject.
@@ -81,7 +79,7 @@ func TestRecordings(t *testing.T) {
 	t.Parallel()
 	js := recordedJurisdictions()
 	cfgPath := filepath.Join(recordingsDir, "aggregator.yaml")
-	if *updateRecordings {
+	if *update {
 		record(t, js, cfgPath)
 	}
 	for _, s := range recordingSubjects {

@@ -1,7 +1,7 @@
 // Command portalsim runs simulated jurisdiction portals with fault
 // injection, for benchmarks, tests and demos:
 //
-//	portalsim [-listen 127.0.0.1:9100] [-demo | -jurisdictions FILE] [-only ID,…] [-config-out FILE]
+//	portalsim [-listen 127.0.0.1:9100] [-demo | -jurisdictions FILE] [-only ID,…] [-config-out FILE] [-gain-after 2m]
 //
 // The demo (the default) is portalsim.DemoAll: the seven JSON portals of
 // portalsim.Demo, then one portal in each dialect of SPEC 8 (neuquen SOAP,
@@ -31,6 +31,10 @@
 //	curl -X POST http://127.0.0.1:9111/_sim/tokens/revoke      # OAuth2: every token invalid
 //	curl -X POST http://127.0.0.1:9112/_sim/sessions/expire    # session: every session ended
 //	curl http://127.0.0.1:9111/_sim/calls                      # counts, tokens issued included
+//
+// In the demo, caba gains one more infraction for portalsim.DemoPlate
+// -gain-after (default 2m) after start: a watch of that vehicle (SPEC 15)
+// reports it as added.
 //
 // SIGINT or SIGTERM shuts it down gracefully.
 package main
@@ -79,6 +83,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	file := fs.String("jurisdictions", "", "serve the jurisdictions of this JSON `file` (an array) instead of the demo")
 	only := fs.String("only", "", "serve only these jurisdictions of the set, by comma-separated `ids` (e.g. tucuman)")
 	configOut := fs.String("config-out", "", "write the aggregator `sources:` YAML to this `file` instead of stdout")
+	gainAfter := fs.Duration("gain-after", 2*time.Minute, "with the demo, caba gains an infraction of the demo car this long after start, for a watch to notice (0: never)")
 	if err := fs.Parse(args[1:]); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
@@ -91,7 +96,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if *demo && *file != "" {
 		return errors.New("-demo and -jurisdictions exclude each other")
 	}
-	js := portalsim.DemoAll()
+	if *gainAfter < 0 {
+		return errors.New("-gain-after must not be negative")
+	}
+	js := portalsim.WithGain(portalsim.DemoAll(), *gainAfter)
 	if *file != "" {
 		var err error
 		if js, err = readJurisdictions(*file); err != nil {
@@ -130,6 +138,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 
 	if err := printBanner(stdout, "http://"+indexLn.Addr().String()+"/", sims); err != nil {
 		return errors.Join(err, shutdown(index, sims))
+	}
+	if *file == "" && *gainAfter > 0 && sims.URL("caba") != "" {
+		fmt.Fprintf(stdout, "\ncaba gains one more infraction of the demo car (%s) at %s, -gain-after %s after start: a watch of that car reports it as added.\n",
+			portalsim.DemoGainID, time.Now().Add(*gainAfter).Format(time.TimeOnly), *gainAfter)
 	}
 	if *configOut != "" {
 		if err := os.WriteFile(*configOut, []byte(sources), 0o644); err != nil {

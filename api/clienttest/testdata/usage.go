@@ -129,8 +129,43 @@ func Usage(ctx context.Context, c *ClientWithResponses) error {
 	}
 	if l := d.JSON200; l != nil {
 		var attempts int64 = l.Entries[0].Attempts
-		var result Result = l.Entries[0].Payload.Data.Result
-		_, _ = attempts, result
+		var query, watch *string = l.Entries[0].QueryId, l.Entries[0].WatchId
+		// The payload is a query's delivery or a watch's.
+		if ev, err := l.Entries[0].Payload.AsWebhookEvent(); err == nil {
+			var result Result = ev.Data.Result
+			_ = result
+		}
+		if ev, err := l.Entries[0].Payload.AsWatchEvent(); err == nil {
+			var added []Infraction = ev.Data.Changes.Added
+			_ = added
+		}
+		_, _, _ = attempts, query, watch
+	}
+
+	w, err := c.CreateWatchWithResponse(ctx, CreateWatchJSONRequestBody{Domain: ptr("AB123CD"), CallbackUrl: "https://hooks.example.com/w", Interval: ptr("24h")})
+	if err != nil {
+		return err
+	}
+	if v := w.JSON201; v != nil {
+		var id, interval string = v.WatchId, v.Interval
+		var last *time.Time = v.LastCheckAt
+		var success *time.Time = v.Sources[0].LastSuccessAt
+		var problem *Problem = v.Sources[0].Problem
+		var domain *string = v.Subject.Domain
+		_, _, _, _, _, _ = id, interval, last, success, problem, domain
+	}
+	if p := w.ApplicationproblemJSON409; p != nil {
+		var slug string = p.Type
+		_ = slug
+	}
+	ws, err := c.ListWatchesWithResponse(ctx, &ListWatchesParams{Limit: ptr(int64(10))})
+	if err != nil {
+		return err
+	}
+	if l := ws.JSON200; l != nil {
+		var next *string = l.NextCursor
+		var first Watch = l.Watches[0]
+		_, _ = next, first
 	}
 
 	s, err := c.ListSourcesWithResponse(ctx)

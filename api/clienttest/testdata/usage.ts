@@ -52,7 +52,15 @@ export const checks = [
   exact<Schemas["UnknownStatus"]["count"], number>(true),
   exact<Schemas["Event"]["operation"], "by_domain" | "by_id" | "voucher" | "">(true),
   exact<NonNullable<Schemas["Event"]["evidence"]>["retry_after"], number | undefined>(true),
-  exact<Schemas["DLQEntry"]["payload"]["data"]["result"], Schemas["Result"]>(true),
+  exact<Schemas["DLQEntry"]["payload"], Schemas["WebhookEvent"] | Schemas["WatchEvent"]>(true),
+  exact<Schemas["DLQEntry"]["watch_id"], string | undefined>(true),
+  exact<Schemas["Watch"]["last_check_at"], string | null>(true),
+  exact<Schemas["Watch"]["interval"], string>(true),
+  exact<Schemas["WatchSource"]["problem"], Schemas["Problem"] | null>(true),
+  exact<Schemas["WatchSource"]["last_success_at"], string | null>(true),
+  exact<Schemas["WatchList"]["next_cursor"], string | null>(true),
+  exact<Schemas["WatchEventData"]["changes"]["changed"][number]["after"], Schemas["Infraction"]>(true),
+  exact<Schemas["WatchEventData"]["baseline_sources"], string[]>(true),
   exact<NonNullable<Schemas["Readiness"]["checks"]>[string]["status"], Schemas["CheckStatus"]>(true),
   exact<NonNullable<Schemas["CoverageSource"]["operations"]["by_domain"]>["available"], boolean>(true),
   exact<Schemas["StreamEvent"], Schemas["SourceEvent"] | Schemas["SummaryEvent"]>(true),
@@ -81,6 +89,12 @@ export function whyUnavailable(p: Unavailable): string[] {
     return p.sources.map((s) => s.problem?.type ?? s.status);
   }
   return [`${p.type}, retry after ${p.retry_after}s`];
+}
+
+// A DLQ entry's payload is a query's delivery or a watch's, told apart by
+// its type.
+export function dlqResult(e: Schemas["DLQEntry"]): Schemas["Result"] | null {
+  return e.payload.type === "infractions.changed" ? null : e.payload.data.result;
 }
 
 export function lastChange(b: Schemas["Breaker"]): string {
