@@ -11,7 +11,6 @@ import (
 	"github.com/multas/aggregator/portalsim"
 )
 
-
 // exampleSources are the portals of `portalsim -demo` (on its default
 // ports) that examples/watches.yaml watches: caba, which gains an
 // infraction, and three others.
