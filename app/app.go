@@ -24,6 +24,7 @@ import (
 	"github.com/multas/aggregator/correlation"
 	"github.com/multas/aggregator/drift"
 	"github.com/multas/aggregator/fanout"
+	"github.com/multas/aggregator/internal/h1"
 	"github.com/multas/aggregator/memory"
 	"github.com/multas/aggregator/metrics"
 	"github.com/multas/aggregator/problem"
@@ -128,10 +129,15 @@ func New(cfg *config.Config, opts Options) (*App, error) {
 	if opts.LimitStore == nil {
 		opts.LimitStore = ratelimit.NewMemoryStore()
 	}
+	// No request reaches a portal unseen: the portal transport never
+	// replays one, and a transport given in Options is guarded against
+	// net/http's replays (transport.go).
+	guard := func(rt http.RoundTripper) http.RoundTripper { return NoReplay(rt) }
 	if opts.Transport == nil {
 		tr := NewTransport()
 		opts.Transport = tr
-		// Its pooled connections (two goroutines each) end with the App.
+		guard = func(rt http.RoundTripper) http.RoundTripper { return rt }
+		// Its pooled connections end with the App.
 		a.closers = append(a.closers, func() error { tr.CloseIdleConnections(); return nil })
 	}
 	// Every portal call is a client span that sends its traceparent, named
@@ -168,9 +174,7 @@ func New(cfg *config.Config, opts Options) (*App, error) {
 	a.Memory = mem
 
 	known := adapters(opts)
-	// No request reaches a portal unseen: the transport's own replays
-	// are refused (transport.go).
-	env := AdapterEnv{Client: &http.Client{Transport: NoReplay(opts.Transport)}, Now: opts.Now, Logger: opts.Logger}
+	env := AdapterEnv{Client: &http.Client{Transport: guard(opts.Transport)}, Now: opts.Now, Logger: opts.Logger}
 	members := make([]fanout.Member, 0, len(cfg.Sources))
 	for _, sc := range cfg.Sources {
 		adapter, ok := known[sc.Type]
@@ -312,17 +316,28 @@ func sourceSpec(sc config.Source) sources.Spec {
 	return spec
 }
 
-// NewTransport is the pooled transport for portal calls: connections are
-// reused across queries; every call is bounded by its context.
-func NewTransport() *http.Transport {
-	return &http.Transport{
-		Proxy:                 http.ProxyFromEnvironment,
-		DialContext:           (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
-		MaxIdleConns:          512,
-		MaxIdleConnsPerHost:   128,
-		IdleConnTimeout:       90 * time.Second,
-		TLSHandshakeTimeout:   5 * time.Second,
-		ExpectContinueTimeout: time.Second,
-		ForceAttemptHTTP2:     true,
+// NewTransport is the pooled transport for portal calls: HTTP/1.1 on
+// each caller's goroutine (internal/h1), connections reused across
+// queries, every call bounded by its context. Requests that the
+// environment sends through a proxy (HTTPS_PROXY, HTTP_PROXY) go through
+// net/http's transport instead, guarded by NoReplay.
+func NewTransport() *h1.Transport {
+	dialer := &net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}
+	return &h1.Transport{
+		DialContext:         dialer.DialContext,
+		TLSHandshakeTimeout: 5 * time.Second,
+		MaxIdleConnsPerHost: 128,
+		IdleConnTimeout:     90 * time.Second,
+		Proxy:               http.ProxyFromEnvironment,
+		Fallback: NoReplay(&http.Transport{
+			Proxy:                 http.ProxyFromEnvironment,
+			DialContext:           dialer.DialContext,
+			MaxIdleConns:          512,
+			MaxIdleConnsPerHost:   128,
+			IdleConnTimeout:       90 * time.Second,
+			TLSHandshakeTimeout:   5 * time.Second,
+			ExpectContinueTimeout: time.Second,
+			ForceAttemptHTTP2:     true,
+		}),
 	}
 }

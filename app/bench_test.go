@@ -161,7 +161,9 @@ func BenchmarkOverhead(b *testing.B) {
 		// net/http, nothing read): what the machine itself costs.
 		b.Run(fmt.Sprintf("naive/sources=%d", n), func(b *testing.B) {
 			a := benchAppDelayed(b, n, delay)
-			client := &http.Client{Transport: app.NewTransport()}
+			tr := &http.Transport{MaxIdleConnsPerHost: 128}
+			b.Cleanup(tr.CloseIdleConnections)
+			client := &http.Client{Transport: tr}
 			urls := make([]string, 0, n)
 			for _, sc := range a.Config.Sources {
 				urls = append(urls, sc.BaseURL+"/q?d=AB123CD")

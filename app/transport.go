@@ -8,15 +8,20 @@ import (
 	"net/http"
 	"net/http/httptrace"
 	"sync/atomic"
+
+	"github.com/multas/aggregator/internal/h1"
 )
 
 // ErrNotReplayed is the error of a portal call whose connection was lost
 // after the whole request was sent, before any answer: the portal may have
 // received it, so it is not sent again behind the breaker's back.
-var ErrNotReplayed = errors.New("connection lost after the request was sent (not replayed: the portal may have received it)")
+var ErrNotReplayed = h1.ErrNotReplayed
 
-// NoReplay wraps the portal transport so that every request that reaches a
-// portal is a call the breaker and the metrics see (SPEC 11).
+// NoReplay wraps a net/http transport so that every request that reaches a
+// portal is a call the breaker and the metrics see (SPEC 11). The portal
+// transport (NewTransport) never replays; NoReplay guards its fallback,
+// which carries the requests that go through a proxy, and transports given
+// in Options.
 //
 // http.Transport retries an idempotent request (GET, or any carrying an
 // Idempotency-Key) on another connection when a reused one fails after the
@@ -35,7 +40,7 @@ var ErrNotReplayed = errors.New("connection lost after the request was sent (not
 // is not a replay and goes ahead, as the transport intends. A pooled
 // connection the server closed while idle, and the transport has not
 // noticed yet (on a busy machine its read loop may not have run), is closed
-// before anything is written on it (closedWhileIdle), so that its retry is
+// before anything is written on it (h1.Stale), so that its retry is
 // one of those. HTTP/2
 // connections are left alone: an HTTP/2 transport retries only requests
 // the server reports it did not process (GOAWAY, REFUSED_STREAM), and the
@@ -45,6 +50,21 @@ func NoReplay(next http.RoundTripper) http.RoundTripper {
 }
 
 type noReplay struct{ next http.RoundTripper }
+
+// WithTLS guards a copy of the next transport configured by apply.
+func (t noReplay) WithTLS(apply func(*tls.Config)) http.RoundTripper {
+	if next, ok := h1.WithTLS(t.next, apply); ok {
+		return noReplay{next: next}
+	}
+	return t
+}
+
+// CloseIdleConnections closes the next transport's idle connections.
+func (t noReplay) CloseIdleConnections() {
+	if c, ok := t.next.(interface{ CloseIdleConnections() }); ok {
+		c.CloseIdleConnections()
+	}
+}
 
 func (t noReplay) RoundTrip(req *http.Request) (*http.Response, error) {
 	ctx, cancel := context.WithCancelCause(req.Context())
@@ -60,7 +80,7 @@ func (t noReplay) RoundTrip(req *http.Request) (*http.Response, error) {
 				return
 			}
 			if !written.Load() {
-				if info.Reused && closedWhileIdle(info.Conn) {
+				if info.Reused && h1.Stale(info.Conn) {
 					// The portal closed it while idle, and the transport
 					// has not noticed yet (its read loop waits for a CPU):
 					// a request written there is lost unread, and its

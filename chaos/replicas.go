@@ -17,6 +17,7 @@ import (
 
 	"github.com/multas/aggregator/app"
 	"github.com/multas/aggregator/config"
+	"github.com/multas/aggregator/internal/h1"
 	"github.com/multas/aggregator/portalsim"
 	"github.com/multas/aggregator/server"
 )
@@ -26,7 +27,7 @@ type replica struct {
 	app       *app.App
 	srv       *http.Server
 	url       string
-	transport *http.Transport
+	transport *h1.Transport
 	serving   chan struct{}
 }
 

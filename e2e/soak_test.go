@@ -49,7 +49,7 @@ func mib(n uint64) float64 { return float64(n) / (1 << 20) }
 // replica's portal transport, then waits until the goroutines are back to
 // at most want, or, with want < 0, until their number stops falling
 // (connections still closing finish meanwhile).
-func settle(t *testing.T, e *env, tr *http.Transport, want int) usage {
+func settle(t *testing.T, e *env, tr interface{ CloseIdleConnections() }, want int) usage {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	last := -1

@@ -229,13 +229,14 @@ func (e *Engine) query(ctx context.Context, q aggregator.Query, set []Member, bu
 	recalled := e.recall(ctx, q, set, d)
 	parts := make([]aggregator.Part, len(set))
 	if each == nil {
+		// The last part runs on this goroutine, which would only wait.
 		var wg sync.WaitGroup
-		for i, m := range set {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				parts[i] = e.part(ctx, m, q, d, recalled[i])
-			}()
+		last := len(set) - 1
+		for i, m := range set[:max(last, 0)] {
+			wg.Go(func() { parts[i] = e.part(ctx, m, q, d, recalled[i]) })
+		}
+		if last >= 0 {
+			parts[last] = e.part(ctx, set[last], q, d, recalled[last])
 		}
 		wg.Wait()
 	} else {
@@ -253,10 +254,17 @@ func (e *Engine) query(ctx context.Context, q aggregator.Query, set []Member, bu
 		}
 	}
 	entries := make([]aggregator.SourceResult, len(parts))
-	var infractions []aggregator.Infraction
+	n := 0
 	for i, p := range parts {
 		entries[i] = p.SourceResult
-		infractions = append(infractions, p.Infractions...)
+		n += len(p.Infractions)
+	}
+	var infractions []aggregator.Infraction
+	if n > 0 {
+		infractions = make([]aggregator.Infraction, 0, n)
+		for _, p := range parts {
+			infractions = append(infractions, p.Infractions...)
+		}
 	}
 	return aggregator.NewResult(q, entries, infractions)
 }

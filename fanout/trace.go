@@ -28,8 +28,10 @@ type lookupSpan struct {
 // startLookup opens the span of m's part of op under ctx.
 func (e *Engine) startLookup(ctx context.Context, m Member, op aggregator.Operation) (context.Context, *lookupSpan) {
 	tracer := e.opts.Tracer
-	if tracer == nil {
-		tracer = noop.NewTracerProvider().Tracer("")
+	if _, off := tracer.(noop.Tracer); off || tracer == nil {
+		// Tracing off: the part has the caller's (non-recording) span,
+		// and nothing is built for it.
+		return ctx, &lookupSpan{span: trace.SpanFromContext(ctx)}
 	}
 	start := []trace.SpanStartOption{trace.WithAttributes(
 		tracing.AttrSource.String(m.Source.ID()),
@@ -56,6 +58,9 @@ func (l *lookupSpan) counted(do attempt) attempt {
 // end records the outcome of the part and ends the span. problemType is
 // the type of its problem, "" when it succeeded.
 func (l *lookupSpan) end(o aggregator.Outcome, problemType string) {
+	if !l.span.IsRecording() {
+		return
+	}
 	attrs := []attribute.KeyValue{
 		tracing.AttrOutcome.String(string(o)),
 		tracing.AttrAttempts.Int(l.attempts),

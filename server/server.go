@@ -7,6 +7,7 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"net/textproto"
 	"sync/atomic"
 	"time"
 
@@ -84,6 +85,8 @@ type Server struct {
 	readTimeout time.Duration
 	// draining is set once shutdown began (drain.go).
 	draining atomic.Bool
+	// traceFields are the header fields the propagator reads (trace.go).
+	traceFields []string
 }
 
 // New builds the server and its routes.
@@ -100,6 +103,13 @@ func New(opts Options) *Server {
 	}
 	if s.readTimeout <= 0 {
 		s.readTimeout = DefaultReadTimeout
+	}
+	prop := opts.Propagator
+	if prop == nil {
+		prop = propagation.TraceContext{}
+	}
+	for _, f := range prop.Fields() {
+		s.traceFields = append(s.traceFields, textproto.CanonicalMIMEHeaderKey(f))
 	}
 	s.router.RedirectTrailingSlash = false
 	s.router.RedirectFixedPath = false

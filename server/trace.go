@@ -1,11 +1,14 @@
 package server
 
 import (
+	"net/http"
+
 	"github.com/gin-gonic/gin"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 )
 
 // trace opens the request's server span (SPEC 10), child of the caller's
@@ -22,6 +25,12 @@ func (s *Server) trace(c *gin.Context) {
 		prop = propagation.TraceContext{}
 	}
 	r := c.Request
+	if _, off := s.opts.Tracer.(noop.Tracer); off && !carries(r.Header, s.traceFields) {
+		// Tracing off and no trace to pass on to the portals: nothing
+		// to do.
+		c.Next()
+		return
+	}
 	ctx := prop.Extract(r.Context(), propagation.HeaderCarrier(r.Header))
 	route := c.FullPath()
 	name := r.Method
@@ -39,4 +48,14 @@ func (s *Server) trace(c *gin.Context) {
 	if status >= 500 {
 		span.SetStatus(codes.Error, "")
 	}
+}
+
+// carries reports whether h holds any of the propagator's fields.
+func carries(h http.Header, fields []string) bool {
+	for _, f := range fields {
+		if _, ok := h[f]; ok {
+			return true
+		}
+	}
+	return false
 }

@@ -298,7 +298,9 @@ func compileJSONValue(dec *json.Decoder, t *template, sc scope, seen *[numParams
 // build makes the request for v, with the source's headers h under the
 // operation's own. A value that cannot be sent where it lands (a dot
 // segment in a path, a control character in a header) is an error.
-func (r *request) build(ctx context.Context, v *values, h http.Header, host string) (*http.Request, error) {
+// private says that the caller or the client adds header fields (a token,
+// cookies): the request then has a header of its own.
+func (r *request) build(ctx context.Context, v *values, h http.Header, host string, private bool) (*http.Request, error) {
 	u, err := r.url.expand(v)
 	if err != nil {
 		return nil, err
@@ -318,10 +320,18 @@ func (r *request) build(ctx context.Context, v *values, h http.Header, host stri
 	if err != nil {
 		return nil, withoutURL(err)
 	}
-	// A copy: the client may add headers (cookies) to the request.
-	req.Header = h.Clone()
-	if req.Header == nil {
-		req.Header = make(http.Header, len(r.headers)+1)
+	switch {
+	case !private && len(r.headers) == 0 && r.bodyType == "" && h != nil:
+		// Nothing to add: the source's own fields, which nothing down
+		// the line writes to (a RoundTripper must not change its
+		// request; a client with no jar adds no cookies).
+		req.Header = h
+	default:
+		// A copy: headers are added to it, by us or by the client.
+		req.Header = h.Clone()
+		if req.Header == nil {
+			req.Header = make(http.Header, len(r.headers)+1)
+		}
 	}
 	for _, ht := range r.headers {
 		value, err := ht.value.expand(v)

@@ -421,7 +421,7 @@ func (s *Source) do(ctx context.Context, o *operation, v *values, h http.Header)
 				learnSecrets(ctx, values[name])
 			}
 		}
-		req, err := o.build(ctx, v, h, s.host)
+		req, err := o.build(ctx, v, h, s.host, s.tokens != nil || s.client.Jar != nil)
 		if err != nil {
 			return nil, unbuildable(err)
 		}

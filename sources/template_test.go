@@ -26,7 +26,7 @@ func buildRequest(t *testing.T, base string, op aggregator.Operation, spec Opera
 	if err != nil {
 		return built{}, err
 	}
-	req, err := r.build(context.Background(), &v, nil, "")
+	req, err := r.build(context.Background(), &v, nil, "", false)
 	if err != nil {
 		return built{}, err
 	}

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+
+	"github.com/multas/aggregator/internal/h1"
 )
 
 // TLS configures the connection to a portal (SPEC 8 `tls`): a private CA,
@@ -27,28 +29,15 @@ type TLS struct {
 func (t TLS) IsZero() bool { return t == TLS{} }
 
 // transport returns a transport of its own for a source with TLS settings:
-// a clone of rt when it is an *http.Transport (so the source keeps the
-// shared timeouts and limits), else of http.DefaultTransport, with the
-// settings applied. Errors name the files, never their contents.
-func (t TLS) transport(rt http.RoundTripper) (*http.Transport, error) {
-	var tr *http.Transport
-	if shared, ok := rt.(*http.Transport); ok {
-		tr = shared.Clone()
-	} else if def, ok := http.DefaultTransport.(*http.Transport); ok {
-		tr = def.Clone()
-	} else {
-		return nil, errors.New("tls: no *http.Transport to configure")
-	}
-	cfg := tr.TLSClientConfig
-	if cfg == nil {
-		cfg = &tls.Config{}
-	} else {
-		cfg = cfg.Clone()
-	}
-	if cfg.MinVersion == 0 {
-		cfg.MinVersion = tls.VersionTLS12
+// a copy of rt (h1.WithTLS: the shared transport's timeouts, limits and
+// wrappers kept) whose TLS connections use them. Errors name the files,
+// never their contents.
+func (t TLS) transport(rt http.RoundTripper) (http.RoundTripper, error) {
+	if rt == nil {
+		rt = http.DefaultTransport
 	}
 	var errs []error
+	var roots *x509.CertPool
 	if t.CAFile != "" {
 		pem, err := os.ReadFile(t.CAFile)
 		pool := x509.NewCertPool()
@@ -58,9 +47,10 @@ func (t TLS) transport(rt http.RoundTripper) (*http.Transport, error) {
 		case !pool.AppendCertsFromPEM(pem):
 			errs = append(errs, fmt.Errorf("tls.ca_file: no PEM certificate in %q", t.CAFile))
 		default:
-			cfg.RootCAs = pool
+			roots = pool
 		}
 	}
+	var certs []tls.Certificate
 	switch {
 	case (t.CertFile == "") != (t.KeyFile == ""):
 		errs = append(errs, errors.New("tls: cert_file and key_file go together"))
@@ -69,15 +59,28 @@ func (t TLS) transport(rt http.RoundTripper) (*http.Transport, error) {
 		if err != nil {
 			errs = append(errs, fmt.Errorf("tls: cannot load the key pair %q, %q", t.CertFile, t.KeyFile))
 		} else {
-			cfg.Certificates = []tls.Certificate{cert}
+			certs = []tls.Certificate{cert}
 		}
-	}
-	if t.ServerName != "" {
-		cfg.ServerName = t.ServerName
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	tr.TLSClientConfig = cfg
+	tr, ok := h1.WithTLS(rt, func(cfg *tls.Config) {
+		if cfg.MinVersion == 0 {
+			cfg.MinVersion = tls.VersionTLS12
+		}
+		if roots != nil {
+			cfg.RootCAs = roots
+		}
+		if certs != nil {
+			cfg.Certificates = certs
+		}
+		if t.ServerName != "" {
+			cfg.ServerName = t.ServerName
+		}
+	})
+	if !ok {
+		return nil, errors.New("tls: the portal transport cannot be configured")
+	}
 	return tr, nil
 }

@@ -19,7 +19,13 @@ import (
 	"testing"
 	"time"
 
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/multas/aggregator"
+	"github.com/multas/aggregator/internal/h1"
+	"github.com/multas/aggregator/tracing"
 )
 
 // testPKI is a CA made for the test, with a server certificate for
@@ -101,6 +107,14 @@ func TestMutualTLS(t *testing.T) {
 	srv.StartTLS()
 	t.Cleanup(srv.Close)
 	full := TLS{CAFile: pki.caFile, CertFile: pki.certFile, KeyFile: pki.keyFile, ServerName: "portal.test"}
+	// The shared transport of the tests, and the production one: h1 under
+	// the tracing transport, whose client span must survive the copy.
+	spans := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
+	transports := map[string]func() http.RoundTripper{
+		"net/http": func() http.RoundTripper { return &http.Transport{} },
+		"h1":       func() http.RoundTripper { return tracing.Transport(&h1.Transport{}, tp, nil) },
+	}
 	for _, tc := range []struct {
 		name string
 		tls  TLS
@@ -112,29 +126,46 @@ func TestMutualTLS(t *testing.T) {
 		{"another CA", TLS{CAFile: pki.otherCAFile, CertFile: pki.certFile, KeyFile: pki.keyFile, ServerName: "portal.test"}, false},
 		{"wrong server name", TLS{CAFile: pki.caFile, CertFile: pki.certFile, KeyFile: pki.keyFile, ServerName: "otro.test"}, false},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			spec := testSpec(srv.URL)
-			spec.TLS = tc.tls
-			shared := &http.Transport{}
-			s := newSource(t, spec, &http.Client{Transport: shared})
-			t.Cleanup(s.client.Transport.(*http.Transport).CloseIdleConnections)
-			if s.client.Transport == http.RoundTripper(shared) {
-				t.Fatal("the source uses the shared transport, want its own")
-			}
-			a, err := s.Lookup(t.Context(), domainQuery)
-			if tc.ok {
-				if err != nil || len(a.Infractions) != 1 {
-					t.Fatalf("Lookup: %v (%d items)", err, len(a.Infractions))
+		for kind, transport := range transports {
+			t.Run(kind+"/"+tc.name, func(t *testing.T) {
+				t.Parallel()
+				spec := testSpec(srv.URL)
+				spec.TLS = tc.tls
+				shared := transport()
+				s := newSource(t, spec, &http.Client{Transport: shared})
+				t.Cleanup(s.client.CloseIdleConnections)
+				if s.client.Transport == shared {
+					t.Fatal("the source uses the shared transport, want its own")
 				}
-				return
-			}
-			var e *Error
-			if !errors.As(err, &e) || e.Outcome != aggregator.Unavailable {
-				t.Fatalf("got %v, want source-unavailable", err)
-			}
-		})
+				ctx, span := tp.Tracer("test").Start(t.Context(), kind+"/"+tc.name)
+				a, err := s.Lookup(ctx, domainQuery)
+				span.End()
+				if kind == "h1" && !clientSpanUnder(spans, span.SpanContext().TraceID()) {
+					t.Error("no client span: the copy lost the tracing transport")
+				}
+				if tc.ok {
+					if err != nil || len(a.Infractions) != 1 {
+						t.Fatalf("Lookup: %v (%d items)", err, len(a.Infractions))
+					}
+					return
+				}
+				var e *Error
+				if !errors.As(err, &e) || e.Outcome != aggregator.Unavailable {
+					t.Fatalf("got %v, want source-unavailable", err)
+				}
+			})
+		}
 	}
+}
+
+// clientSpanUnder reports whether a client span of trace id ended.
+func clientSpanUnder(spans *tracetest.SpanRecorder, id trace.TraceID) bool {
+	for _, s := range spans.Ended() {
+		if s.SpanKind() == trace.SpanKindClient && s.SpanContext().TraceID() == id {
+			return true
+		}
+	}
+	return false
 }
 
 // TestTLSFiles: unreadable or wrong files fail New, naming the file only.

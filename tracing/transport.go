@@ -2,6 +2,7 @@ package tracing
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"net"
 	"net/http"
@@ -12,6 +13,9 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
+
+	"github.com/multas/aggregator/internal/h1"
 )
 
 // Transport opens one client span per request on next and sends the
@@ -31,11 +35,17 @@ func Transport(next http.RoundTripper, tp trace.TracerProvider, prop propagation
 	if prop == nil {
 		prop = propagation.TraceContext{}
 	}
-	t := &transport{next: next, tracer: Tracer(tp), prop: prop}
+	t := &transport{next: next, tracer: Tracer(tp), prop: prop, off: isNoop(tp)}
 	for _, o := range opts {
 		o(t)
 	}
 	return t
+}
+
+// isNoop reports whether tp makes no spans at all.
+func isNoop(tp trace.TracerProvider) bool {
+	_, ok := tp.(noop.TracerProvider)
+	return tp == nil || ok
 }
 
 // An Option configures a Transport.
@@ -60,6 +70,26 @@ type transport struct {
 	tracer   trace.Tracer
 	prop     propagation.TextMapPropagator
 	template URLTemplateFunc // nil: spans named by the method alone
+	off      bool            // no provider: no spans, only the caller's traceparent
+}
+
+// CloseIdleConnections closes the next transport's idle connections.
+func (t *transport) CloseIdleConnections() {
+	if c, ok := t.next.(interface{ CloseIdleConnections() }); ok {
+		c.CloseIdleConnections()
+	}
+}
+
+// WithTLS traces the calls of a copy of the next transport configured by
+// apply (a source with tls settings).
+func (t *transport) WithTLS(apply func(*tls.Config)) http.RoundTripper {
+	next, ok := h1.WithTLS(t.next, apply)
+	if !ok {
+		return t
+	}
+	c := *t
+	c.next = next
+	return &c
 }
 
 // Unwrap returns the transport under the tracing one.
@@ -67,6 +97,16 @@ func (t *transport) Unwrap() http.RoundTripper { return t.next }
 
 func (t *transport) RoundTrip(r *http.Request) (*http.Response, error) {
 	ctx := r.Context()
+	if t.off {
+		// Without spans of its own, the transport has nothing to add
+		// unless the caller's context carries a trace to pass on.
+		if !trace.SpanContextFromContext(ctx).IsValid() {
+			return t.next.RoundTrip(r)
+		}
+		r = r.Clone(ctx)
+		t.prop.Inject(ctx, propagation.HeaderCarrier(r.Header))
+		return t.next.RoundTrip(r)
+	}
 	name := r.Method
 	// One allocation for every attribute the span may get at its start.
 	attrs := make([]attribute.KeyValue, 1, 4)

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -28,6 +29,7 @@ import (
 	"github.com/multas/aggregator"
 	"github.com/multas/aggregator/app"
 	"github.com/multas/aggregator/config"
+	"github.com/multas/aggregator/internal/h1"
 	"github.com/multas/aggregator/sources"
 	"github.com/multas/aggregator/sources/mapping"
 )
@@ -505,6 +507,31 @@ type recorder struct {
 }
 
 func (r *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
+	return r.via(r.next, req)
+}
+
+// WithTLS records the calls of a source with tls settings, carried by a
+// copy of the next transport that they configure.
+func (r *recorder) WithTLS(apply func(*tls.Config)) http.RoundTripper {
+	next, ok := h1.WithTLS(r.next, apply)
+	if !ok {
+		return r
+	}
+	return &recorderVia{r: r, next: next}
+}
+
+// recorderVia is a recorder whose calls go through a transport of their own.
+type recorderVia struct {
+	r    *recorder
+	next http.RoundTripper
+}
+
+func (v *recorderVia) RoundTrip(req *http.Request) (*http.Response, error) {
+	return v.r.via(v.next, req)
+}
+
+// via carries req on next and keeps the exchange.
+func (r *recorder) via(next http.RoundTripper, req *http.Request) (*http.Response, error) {
 	e := &exchange{auth: sources.IsAuthRequest(req.Context()), method: req.Method, url: req.URL.String(), host: req.Host, reqHeader: req.Header.Clone(), start: time.Now()}
 	if req.Body != nil && req.Body != http.NoBody {
 		// Bodies come from the source's templates: small. One that is not
@@ -525,7 +552,7 @@ func (r *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
 	r.mu.Lock()
 	r.all = append(r.all, e)
 	r.mu.Unlock()
-	resp, err := r.next.RoundTrip(req)
+	resp, err := next.RoundTrip(req)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	e.took = time.Since(e.start)

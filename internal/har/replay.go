@@ -2,6 +2,7 @@ package har
 
 import (
 	"bytes"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -115,6 +116,10 @@ func (r *Replay) Misses() []Miss {
 	defer r.mu.Unlock()
 	return append([]Miss(nil), r.misses...)
 }
+
+// WithTLS is r itself: a recording is replayed without connections, so
+// a source's tls settings change nothing.
+func (r *Replay) WithTLS(func(*tls.Config)) http.RoundTripper { return r }
 
 // RoundTrip answers req from the first unused entry that matches it.
 func (r *Replay) RoundTrip(req *http.Request) (*http.Response, error) {
