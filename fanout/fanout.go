@@ -154,7 +154,7 @@ func (m Member) BreakerID(op aggregator.Operation) breaker.ID {
 func (e *Engine) Select(q aggregator.Query, only []string) ([]Member, []problem.InvalidParam) {
 	op := q.Operation()
 	if len(only) == 0 {
-		var out []Member
+		out := make([]Member, 0, len(e.members))
 		for _, m := range e.members {
 			if m.Source.Supports(op, q.IDKind) {
 				out = append(out, m)
@@ -178,7 +178,7 @@ func (e *Engine) Select(q aggregator.Query, only []string) ([]Member, []problem.
 	if len(bad) > 0 {
 		return nil, []problem.InvalidParam{{Name: "sources", Reason: strings.Join(bad, "; ")}}
 	}
-	var out []Member
+	out := make([]Member, 0, len(want))
 	for _, m := range e.members {
 		if want[m.Source.ID()] {
 			out = append(out, m)
@@ -233,10 +233,10 @@ func (e *Engine) query(ctx context.Context, q aggregator.Query, set []Member, bu
 		var wg sync.WaitGroup
 		last := len(set) - 1
 		for i, m := range set[:max(last, 0)] {
-			wg.Go(func() { parts[i] = e.part(ctx, m, q, d, recalled[i]) })
+			wg.Go(func() { parts[i] = e.part(ctx, m, q, d, recalled.at(i)) })
 		}
 		if last >= 0 {
-			parts[last] = e.part(ctx, set[last], q, d, recalled[last])
+			parts[last] = e.part(ctx, set[last], q, d, recalled.at(last))
 		}
 		wg.Wait()
 	} else {
@@ -245,7 +245,7 @@ func (e *Engine) query(ctx context.Context, q aggregator.Query, set []Member, bu
 		done := make(chan int, len(set))
 		for i, m := range set {
 			go func() {
-				parts[i] = e.part(ctx, m, q, d, recalled[i])
+				parts[i] = e.part(ctx, m, q, d, recalled.at(i))
 				done <- i
 			}()
 		}

@@ -10,10 +10,9 @@ import (
 // recall reads, in one read of the memory, what each member of set that
 // may serve a fresh answer under d remembers of q (SPEC 14); with d nil,
 // nothing.
-func (e *Engine) recall(ctx context.Context, q aggregator.Query, set []Member, d *memory.Directives) []memory.Recalled {
-	out := make([]memory.Recalled, len(set))
+func (e *Engine) recall(ctx context.Context, q aggregator.Query, set []Member, d *memory.Directives) recalled {
 	if e.opts.Memory == nil || d == nil {
-		return out
+		return nil
 	}
 	var wants []memory.Want
 	var idx []int
@@ -24,12 +23,25 @@ func (e *Engine) recall(ctx context.Context, q aggregator.Query, set []Member, d
 		}
 	}
 	if len(wants) == 0 {
-		return out
+		return nil
 	}
+	out := make(recalled, len(set))
 	for j, r := range e.opts.Memory.RecallAll(ctx, q, wants) {
 		out[idx[j]] = r
 	}
 	return out
+}
+
+// recalled is what recall found for each member of a set; nil when
+// nothing was looked for.
+type recalled []memory.Recalled
+
+// at is what was found for member i, nothing when nothing was looked for.
+func (r recalled) at(i int) memory.Recalled {
+	if r == nil {
+		return memory.Recalled{}
+	}
+	return r[i]
 }
 
 // part is one member's share of a query, with its memory (SPEC 14): a
