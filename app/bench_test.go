@@ -1,9 +1,11 @@
 package app_test
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -31,9 +33,8 @@ func benchApp(b *testing.B, n int) *app.App {
 // benchAppDelayed is benchApp with portals that answer after delay.
 func benchAppDelayed(b *testing.B, n int, delay time.Duration) *app.App {
 	b.Helper()
-	var yaml strings.Builder
-	yaml.WriteString("problems: {base_uri: \"https://problems.test/\"}\ndefaults: {retry: {max_retries: 0}}\nsources:\n")
-	for i := range n {
+	urls := make([]string, n)
+	for i := range urls {
 		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 			if delay > 0 {
 				time.Sleep(delay)
@@ -42,6 +43,17 @@ func benchAppDelayed(b *testing.B, n int, delay time.Duration) *app.App {
 			_, _ = w.Write([]byte(benchBody))
 		}))
 		b.Cleanup(srv.Close)
+		urls[i] = srv.URL
+	}
+	return benchAppOver(b, urls)
+}
+
+// benchAppOver is an App with one source for each portal of urls.
+func benchAppOver(b *testing.B, urls []string) *app.App {
+	b.Helper()
+	var yaml strings.Builder
+	yaml.WriteString("problems: {base_uri: \"https://problems.test/\"}\ndefaults: {retry: {max_retries: 0}}\nsources:\n")
+	for i, u := range urls {
 		fmt.Fprintf(&yaml, `  - id: s%d
     jurisdiction: Source %d
     base_url: %s
@@ -50,7 +62,7 @@ func benchAppDelayed(b *testing.B, n int, delay time.Duration) *app.App {
       items: /items
       fields: {id: /id, date: /date, amount: /amount, status: /status, place: /place}
       status_map: {IMPAGA: unpaid, PAGADA: paid, "EN GESTION": in_process}
-`, i, i, srv.URL)
+`, i, i, u)
 	}
 	cfg, err := config.Parse([]byte(yaml.String()), "bench.yaml", nil)
 	if err != nil {
@@ -64,12 +76,71 @@ func benchAppDelayed(b *testing.B, n int, delay time.Duration) *app.App {
 	return a
 }
 
+// rawPortal is a portal that answers every request with benchBody, read
+// and written without allocating: what a query allocates over it is the
+// aggregator's alone.
+func rawPortal(b *testing.B) string {
+	b.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	answer := []byte(fmt.Sprintf("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(benchBody), benchBody))
+	var wg sync.WaitGroup
+	b.Cleanup(func() { _ = ln.Close(); wg.Wait() })
+	wg.Go(func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			wg.Go(func() {
+				defer c.Close()
+				br := bufio.NewReader(c)
+				for {
+					// A request's head ends with an empty line; these
+					// requests have no body.
+					for {
+						line, err := br.ReadSlice('\n')
+						if err != nil {
+							return
+						}
+						if len(line) <= 2 {
+							break
+						}
+					}
+					if _, err := c.Write(answer); err != nil {
+						return
+					}
+				}
+			})
+		}
+	})
+	return "http://" + ln.Addr().String()
+}
+
 // BenchmarkQuery is one query fanned out to 10 in-process portals, through
-// the engine (limiter, breaker, adapter, normalisation), distinct plates.
+// the engine (limiter, breaker, adapter, normalisation), distinct plates;
+// over net/http portals, and over raw ones that allocate nothing.
 func BenchmarkQuery(b *testing.B) {
-	for _, n := range []int{1, 10} {
-		b.Run(fmt.Sprintf("sources=%d", n), func(b *testing.B) {
-			a := benchApp(b, n)
+	raw := func(b *testing.B, n int) *app.App {
+		urls := make([]string, n)
+		for i := range urls {
+			urls[i] = rawPortal(b)
+		}
+		return benchAppOver(b, urls)
+	}
+	for _, tc := range []struct {
+		name string
+		n    int
+		app  func(*testing.B, int) *app.App
+	}{
+		{"sources=1", 1, benchApp},
+		{"sources=10", 10, benchApp},
+		{"sources=10/raw-portals", 10, raw},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			a := tc.app(b, tc.n)
 			q := aggregator.Query{Domain: "AB123CD"}
 			set, _ := a.Engine.Select(q, nil)
 			b.ReportAllocs()
