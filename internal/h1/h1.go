@@ -77,7 +77,7 @@ type Transport struct {
 
 	mu     sync.Mutex
 	idle   map[poolKey][]*conn
-	direct sync.Map // poolKey → bool: whether Proxy leaves the host alone
+	direct map[poolKey]bool // the hosts Proxy leaves alone
 }
 
 type poolKey struct {
@@ -162,14 +162,22 @@ func (t *Transport) proxied(key poolKey, req *http.Request) (bool, error) {
 	if t.Proxy == nil {
 		return false, nil
 	}
-	if _, ok := t.direct.Load(key); ok {
+	t.mu.Lock()
+	direct := t.direct[key]
+	t.mu.Unlock()
+	if direct {
 		return false, nil
 	}
 	p, err := t.Proxy(req)
 	if err != nil || p != nil {
 		return true, err
 	}
-	t.direct.Store(key, true)
+	t.mu.Lock()
+	if t.direct == nil {
+		t.direct = make(map[poolKey]bool)
+	}
+	t.direct[key] = true
+	t.mu.Unlock()
 	return false, nil
 }
 
@@ -571,7 +579,9 @@ func (b *body) release(whole bool) {
 		return
 	}
 	b.done = true
-	if b.stop() && whole && b.keep {
+	// Bytes after the answer's end are no part of any answer: a
+	// connection holding some is not reused.
+	if b.stop() && whole && b.keep && b.c.br.Buffered() == 0 {
 		b.c.t.put(b.c)
 		return
 	}

@@ -572,3 +572,32 @@ func FuzzAnswer(f *testing.F) {
 		resp.Body.Close()
 	})
 }
+
+// Bytes a portal sends after an answer's end belong to no answer: the
+// connection holding them is not used again.
+func TestBytesAfterTheAnswer(t *testing.T) {
+	t.Parallel()
+	var conns atomic.Int64
+	u := rawServer(t, func(c net.Conn) {
+		conns.Add(1)
+		br := bufio.NewReader(c)
+		for {
+			if _, err := http.ReadRequest(br); err != nil {
+				return
+			}
+			if _, err := io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nokHTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nforged"); err != nil {
+				return
+			}
+		}
+	})
+	tr := &h1.Transport{}
+	t.Cleanup(tr.CloseIdleConnections)
+	for i := range 2 {
+		if got, _ := get(t, &http.Client{Transport: tr}, u); got != "ok" {
+			t.Fatalf("call %d: %q", i, got)
+		}
+	}
+	if n := conns.Load(); n != 2 {
+		t.Errorf("%d connections, want 2", n)
+	}
+}
