@@ -244,7 +244,7 @@ func TestWatchPayloadSealed(t *testing.T) {
 		t.Error("a pending watch delivery holds its payload in clear")
 	}
 	eventually(t, "first attempt", func() bool { return len(recv.hooks()) == 1 })
-	r.clock.Advance(time.Second)
+	advanceIdle(t, r.m, r.clock, time.Second)
 	eventually(t, "dead-lettered", func() bool { n, _ := r.store.DLQLen(context.Background()); return n == 1 })
 	for _, h := range recv.hooks() {
 		if string(h.body) != payload || h.header.Get(HeaderSignature) != Sign(key, msg, h.at, h.body) {

@@ -43,7 +43,7 @@ type attempt func(ctx context.Context) (status int, pause time.Duration, err err
 func (e *Engine) call(ctx context.Context, m Member, op aggregator.Operation, do attempt) outcome {
 	source := m.Source.ID()
 	id := m.BreakerID(op)
-	bo := newBackoff(m.Retry)
+	var bo retryBackoff // made at the first retry: most calls have none
 	var last *outcome
 	for n := 0; ; n++ {
 		if e.opts.Limiter != nil {
@@ -123,6 +123,9 @@ func (e *Engine) call(ctx context.Context, m Member, op aggregator.Operation, do
 		last = &res
 		if !retryable(res) || n >= m.Retry.MaxRetries {
 			return res
+		}
+		if bo.b == nil {
+			bo = newBackoff(m.Retry)
 		}
 		wait := bo.next()
 		if res.retryAfter > wait {
