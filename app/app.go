@@ -132,11 +132,10 @@ func New(cfg *config.Config, opts Options) (*App, error) {
 	// No request reaches a portal unseen: the portal transport never
 	// replays one, and a transport given in Options is guarded against
 	// net/http's replays (transport.go).
-	guard := func(rt http.RoundTripper) http.RoundTripper { return NoReplay(rt) }
-	if opts.Transport == nil {
+	given := opts.Transport != nil
+	if !given {
 		tr := NewTransport()
 		opts.Transport = tr
-		guard = func(rt http.RoundTripper) http.RoundTripper { return rt }
 		// Its pooled connections end with the App.
 		a.closers = append(a.closers, func() error { tr.CloseIdleConnections(); return nil })
 	}
@@ -174,7 +173,11 @@ func New(cfg *config.Config, opts Options) (*App, error) {
 	a.Memory = mem
 
 	known := adapters(opts)
-	env := AdapterEnv{Client: &http.Client{Transport: guard(opts.Transport)}, Now: opts.Now, Logger: opts.Logger}
+	portals := opts.Transport
+	if given {
+		portals = NoReplay(portals)
+	}
+	env := AdapterEnv{Client: &http.Client{Transport: portals}, Now: opts.Now, Logger: opts.Logger}
 	members := make([]fanout.Member, 0, len(cfg.Sources))
 	for _, sc := range cfg.Sources {
 		adapter, ok := known[sc.Type]

@@ -20,6 +20,7 @@ package h1
 
 import (
 	"bufio"
+	"cmp"
 	"compress/gzip"
 	"context"
 	"crypto/tls"
@@ -105,7 +106,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if proxied, err := t.proxied(key, req); err != nil || proxied {
 		if err != nil || t.Fallback == nil {
 			closeBody(req)
-			return nil, cmp(err, errors.New("h1: a proxy is configured and there is no fallback transport"))
+			return nil, cmp.Or(err, errors.New("h1: a proxy is configured and there is no fallback transport"))
 		}
 		return t.Fallback.RoundTrip(req)
 	}
@@ -238,7 +239,7 @@ func (t *Transport) dial(ctx context.Context, key poolKey, u *url.URL) (*conn, e
 		}
 		cfg.NextProtos = []string{"http/1.1"}
 		tc := tls.Client(nc, cfg)
-		hctx, cancel := context.WithTimeout(ctx, cmp(t.TLSHandshakeTimeout, 5*time.Second))
+		hctx, cancel := context.WithTimeout(ctx, cmp.Or(t.TLSHandshakeTimeout, 5*time.Second))
 		err := tc.HandshakeContext(hctx)
 		cancel()
 		if err != nil {
@@ -256,7 +257,7 @@ func (t *Transport) dial(ctx context.Context, key poolKey, u *url.URL) (*conn, e
 
 var defaultDialer = &net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}
 
-func (t *Transport) idleTimeout() time.Duration { return cmp(t.IdleConnTimeout, 90*time.Second) }
+func (t *Transport) idleTimeout() time.Duration { return cmp.Or(t.IdleConnTimeout, 90*time.Second) }
 
 // put pools c for its host's next call, dropping the connections idle too
 // long; it closes c when the pool is full.
@@ -273,7 +274,7 @@ func (t *Transport) put(c *conn) {
 		expired = append(expired, cs[0])
 		cs = cs[1:]
 	}
-	full := len(cs) >= cmp(t.MaxIdleConnsPerHost, 128)
+	full := len(cs) >= cmp.Or(t.MaxIdleConnsPerHost, 128)
 	if !full {
 		cs = append(cs, c)
 	}
@@ -396,8 +397,8 @@ func (c *conn) roundTrip(ctx context.Context, req *http.Request, gz bool) (*http
 // write sends req's head and body with one write when they fit the buffer.
 func (c *conn) write(req *http.Request, gz bool) error {
 	w := c.bw
-	method := cmp(req.Method, http.MethodGet)
-	host := cmp(req.Host, req.URL.Host)
+	method := cmp.Or(req.Method, http.MethodGet)
+	host := cmp.Or(req.Host, req.URL.Host)
 	_, _ = w.WriteString(method)
 	_ = w.WriteByte(' ')
 	if u := req.URL; u.Opaque != "" {
@@ -493,7 +494,7 @@ func writeBody(w *bufio.Writer, req *http.Request, chunked bool) error {
 // validate refuses, before anything is dialed, a request whose header
 // fields could not be sent as they are.
 func validate(req *http.Request) error {
-	if !httpguts.ValidHostHeader(cmp(req.Host, req.URL.Host)) {
+	if !httpguts.ValidHostHeader(cmp.Or(req.Host, req.URL.Host)) {
 		return errors.New("h1: invalid Host header")
 	}
 	for k, vs := range req.Header {
@@ -506,7 +507,7 @@ func validate(req *http.Request) error {
 			}
 		}
 	}
-	if !validMethod(cmp(req.Method, http.MethodGet)) {
+	if !validMethod(cmp.Or(req.Method, http.MethodGet)) {
 		return fmt.Errorf("h1: invalid method %q", req.Method)
 	}
 	return nil
@@ -548,7 +549,7 @@ type body struct {
 
 func (b *body) Read(p []byte) (int, error) {
 	if b.done {
-		return 0, cmp(b.err, io.EOF)
+		return 0, cmp.Or(b.err, io.EOF)
 	}
 	n, err := b.rc.Read(p)
 	switch {
@@ -638,15 +639,6 @@ func (g *gzipBody) Close() error {
 		g.err = errors.New("h1: read on a closed body")
 	}
 	return g.body.Close()
-}
-
-// cmp returns a unless it is the zero value, else b.
-func cmp[T comparable](a, b T) T {
-	var zero T
-	if a != zero {
-		return a
-	}
-	return b
 }
 
 // TLSConfigurable is a transport that can make a copy of itself whose TLS
