@@ -139,8 +139,8 @@ func (s *Set) Allow(ctx context.Context, id ID) (*Call, error) {
 	return &Call{set: s, id: id, permit: p}, nil
 }
 
-// Done records how the call went. Its context should outlive the caller's
-// deadline (context.WithoutCancel) so that the verdict is never lost.
+// Done records how the call went, even when ctx has ended: the verdict is
+// never lost to the caller's deadline.
 func (c *Call) Done(ctx context.Context, r Report) {
 	c.once.Do(func() {
 		if c.permit.Token == nil {

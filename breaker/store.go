@@ -12,7 +12,9 @@ import (
 type Store interface {
 	// Allow asks for a permit to call id now, or refuses with *OpenError.
 	Allow(ctx context.Context, id ID, s Settings, now time.Time) (Permit, []Event, error)
-	// Done records the verdict of a permitted call.
+	// Done records the verdict of a permitted call, even when ctx has
+	// ended (a call that ran to its deadline has a verdict too): a store
+	// that waits on anything bounds the wait itself.
 	Done(ctx context.Context, id ID, p Permit, v Verdict, r Report, s Settings, now time.Time) ([]Event, error)
 	// Reset forces id closed, counts cleared.
 	Reset(ctx context.Context, id ID, s Settings, now time.Time) ([]Event, error)

@@ -82,15 +82,17 @@ func (e *Engine) call(ctx context.Context, m Member, op aggregator.Operation, do
 		callCtx, cancel := context.WithTimeout(ctx, m.Timeout)
 		if e.opts.Limiter != nil {
 			// Every page after a lookup's first spends the budget too (SPEC 8).
-			callCtx = sources.WithPageGate(callCtx, func(ctx context.Context) error {
-				return e.opts.Limiter.Admit(ctx, source, remaining(ctx))
-			})
+			gate := m.gate
+			if gate == nil { // a member New did not see
+				gate = e.pageGate(source)
+			}
+			callCtx = sources.WithPageGate(callCtx, gate)
 		}
 		start := e.opts.Now()
 		status, pause, err := do(callCtx)
 		elapsed := e.opts.Now().Sub(start)
 		res := classify(ctx, status, pause, err)
-		c.Done(context.WithoutCancel(ctx), breaker.Report{Outcome: res.outcome, Status: res.status, Elapsed: elapsed, RetryAfter: res.retryAfter})
+		c.Done(ctx, breaker.Report{Outcome: res.outcome, Status: res.status, Elapsed: elapsed, RetryAfter: res.retryAfter})
 		if res.outcome == aggregator.Succeeded && op == aggregator.Voucher {
 			res.observe = func(o aggregator.Outcome) { e.observeCall(ctx, source, op, o, elapsed) }
 		} else {
@@ -134,6 +136,13 @@ func (e *Engine) call(ctx context.Context, m Member, op aggregator.Operation, do
 		if wait >= remaining(ctx) || e.opts.Sleep(ctx, wait) != nil {
 			return res // never beyond the query's budget
 		}
+	}
+}
+
+// pageGate admits the pages of source's lookups after the first.
+func (e *Engine) pageGate(source string) func(context.Context) error {
+	return func(ctx context.Context) error {
+		return e.opts.Limiter.Admit(ctx, source, remaining(ctx))
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -16,7 +17,6 @@ import (
 	"unicode/utf8"
 
 	"go.opentelemetry.io/otel/trace"
-	"golang.org/x/sync/singleflight"
 
 	"github.com/multas/aggregator"
 	"github.com/multas/aggregator/breaker"
@@ -68,6 +68,8 @@ type Member struct {
 	// Memory is how the source remembers its answers (SPEC 14); the zero
 	// Policy remembers nothing.
 	Memory memory.Policy
+
+	gate func(context.Context) error // admits its pages after the first (call.go); made by New
 }
 
 // Observer hears of every source call, for metrics. Nil means no one.
@@ -113,7 +115,7 @@ type Engine struct {
 	members []Member
 	byID    map[string]int
 	opts    Options
-	flight  singleflight.Group
+	flight  flights
 }
 
 // New returns an Engine over members, in the order answers list them.
@@ -124,9 +126,10 @@ func New(members []Member, opts Options) *Engine {
 	if opts.Sleep == nil {
 		opts.Sleep = sleep
 	}
-	e := &Engine{members: members, byID: make(map[string]int, len(members)), opts: opts}
-	for i, m := range members {
+	e := &Engine{members: slices.Clone(members), byID: make(map[string]int, len(members)), opts: opts}
+	for i, m := range e.members {
 		e.byID[m.Source.ID()] = i
+		e.members[i].gate = e.pageGate(m.Source.ID())
 	}
 	return e
 }
@@ -226,33 +229,7 @@ func (e *Engine) Stream(ctx context.Context, q aggregator.Query, set []Member, b
 func (e *Engine) query(ctx context.Context, q aggregator.Query, set []Member, budget time.Duration, d *memory.Directives, each func(aggregator.Part)) aggregator.Result {
 	ctx, cancel := context.WithTimeout(ctx, budget)
 	defer cancel()
-	recalled := e.recall(ctx, q, set, d)
-	parts := make([]aggregator.Part, len(set))
-	if each == nil {
-		// The last part runs on this goroutine, which would only wait.
-		var wg sync.WaitGroup
-		last := len(set) - 1
-		for i, m := range set[:max(last, 0)] {
-			wg.Go(func() { parts[i] = e.part(ctx, m, q, d, recalled.at(i)) })
-		}
-		if last >= 0 {
-			parts[last] = e.part(ctx, set[last], q, d, recalled.at(last))
-		}
-		wg.Wait()
-	} else {
-		// Buffered to the number of members: no goroutine waits for a
-		// slow each to take its part.
-		done := make(chan int, len(set))
-		for i, m := range set {
-			go func() {
-				parts[i] = e.part(ctx, m, q, d, recalled.at(i))
-				done <- i
-			}()
-		}
-		for range set {
-			each(parts[<-done])
-		}
-	}
+	parts := e.gather(ctx, q, set, d, e.recall(ctx, q, set, d), each)
 	entries := make([]aggregator.SourceResult, len(parts))
 	n := 0
 	for i, p := range parts {
@@ -269,31 +246,74 @@ func (e *Engine) query(ctx context.Context, q aggregator.Query, set []Member, bu
 	return aggregator.NewResult(q, entries, infractions)
 }
 
-// shared makes identical calls in flight at the same time once. A follower
-// whose leader was cut short by the leader's own budget calls for itself.
-// t is the caller's memory ticket (memory.go), for the call it leads.
-func (e *Engine) shared(ctx context.Context, m Member, q aggregator.Query, t memory.Ticket) aggregator.Part {
-	key := m.Source.ID() + "\x00" + string(q.Operation()) + "\x00" + q.Value()
-	ch := e.flight.DoChan(key, func() (any, error) { return e.lookup(ctx, m, q, t), nil })
-	select {
-	case r := <-ch:
-		p := r.Val.(aggregator.Part)
-		if r.Shared && p.Outcome == aggregator.Deadline && ctx.Err() == nil {
-			return e.lookup(ctx, m, q, t)
+// gathering is the parts of a query as its members' goroutines hand them
+// in. A part is done once its Status is set (every entry has one).
+type gathering struct {
+	mu    sync.Mutex
+	over  bool // the query answered: parts still to come are dropped
+	parts []aggregator.Part
+	done  chan int // the index of each part handed in; buffered to all
+}
+
+// gather runs each member's part on a goroutine of its own and returns
+// them, in set's order; each, when not nil, has each part as soon as it is
+// done (on the calling goroutine, one at a time). A part not done when
+// ctx's budget and a grace after it are spent is deadline-exceeded, with
+// its stand-in: the query answers on time even when a call overruns its
+// context (a store that does not honour it, say).
+func (e *Engine) gather(ctx context.Context, q aggregator.Query, set []Member, d *memory.Directives, recalled recalled, each func(aggregator.Part)) []aggregator.Part {
+	g := &gathering{parts: make([]aggregator.Part, len(set)), done: make(chan int, len(set))}
+	for i, m := range set {
+		go func() {
+			p := e.part(ctx, m, q, d, recalled.at(i))
+			g.mu.Lock()
+			defer g.mu.Unlock()
+			if !g.over {
+				g.parts[i] = p
+				g.done <- i
+			}
+		}()
+	}
+	hand := func(i int) {
+		if each != nil {
+			each(g.parts[i])
 		}
-		return p
-	case <-ctx.Done():
-		// The call under way ends with the budget too (everything in it
-		// honours ctx): a short grace lets its outcome, which may name an
-		// earlier attempt's failure, be the one reported.
-		grace := time.NewTimer(50 * time.Millisecond)
-		defer grace.Stop()
-		select {
-		case r := <-ch:
-			return r.Val.(aggregator.Part)
-		case <-grace.C:
+	}
+	expired := ctx.Done()
+	var grace <-chan time.Time
+	for got := 0; got < len(set); got++ {
+		i, ok := -1, false
+		for !ok {
+			select {
+			case i = <-g.done:
+				ok = true
+			case <-expired:
+				expired, grace = nil, time.After(budgetGrace)
+			case <-grace:
+				e.overdue(ctx, q, set, d, g, hand)
+				return g.parts
+			}
 		}
-		return e.entry(m, q.Operation(), aggregator.Deadline, 0, nil, 0, "The query's budget ran out before the source answered.")
+		hand(i)
+	}
+	return g.parts
+}
+
+// overdue ends g once the budget's grace is over: what was handed in
+// counts, nothing more will; each member still without its part is
+// deadline-exceeded, with its stand-in.
+func (e *Engine) overdue(ctx context.Context, q aggregator.Query, set []Member, d *memory.Directives, g *gathering, hand func(int)) {
+	g.mu.Lock()
+	g.over = true
+	g.mu.Unlock()
+	for len(g.done) > 0 {
+		hand(<-g.done)
+	}
+	for i, m := range set {
+		if g.parts[i].Status == "" {
+			g.parts[i] = e.standIn(ctx, m, q, d, e.overrun(m, q.Operation()))
+			hand(i)
+		}
 	}
 }
 

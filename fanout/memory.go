@@ -59,12 +59,19 @@ func (e *Engine) part(ctx context.Context, m Member, q aggregator.Query, d *memo
 		e.memoryHit(id, memory.HitFresh)
 		return e.remembered(m, q.Operation(), r.Answer)
 	}
-	p := e.shared(ctx, m, q, r.Ticket)
-	if p.Status == aggregator.EntrySucceeded || d == nil || !d.MayStandIn(m.Memory) {
+	return e.standIn(ctx, m, q, d, e.shared(ctx, m, q, r.Ticket))
+}
+
+// standIn is p, m's part of q, or, when p did not succeed and d allows it,
+// with a recent remembered answer standing in (SPEC 14).
+func (e *Engine) standIn(ctx context.Context, m Member, q aggregator.Query, d *memory.Directives, p aggregator.Part) aggregator.Part {
+	mem := e.opts.Memory
+	if mem == nil || !m.Memory.Remembers() || p.Status == aggregator.EntrySucceeded || d == nil || !d.MayStandIn(m.Memory) {
 		return p
 	}
 	// The query's budget may be spent (the source was cut short by it):
 	// the stand-in is read on the store's own time bound.
+	id := m.Source.ID()
 	a, ok, _ := mem.Recall(context.WithoutCancel(ctx), id, m.Memory, q)
 	if !ok || !d.Stale(m.Memory, a.Age(e.opts.Now())) {
 		return p

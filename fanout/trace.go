@@ -22,16 +22,16 @@ import (
 // marked, and without a parent span, it links to the origin.
 type lookupSpan struct {
 	span     trace.Span
-	attempts int
+	attempts *int // counted when the span records
 }
 
 // startLookup opens the span of m's part of op under ctx.
-func (e *Engine) startLookup(ctx context.Context, m Member, op aggregator.Operation) (context.Context, *lookupSpan) {
+func (e *Engine) startLookup(ctx context.Context, m Member, op aggregator.Operation) (context.Context, lookupSpan) {
 	tracer := e.opts.Tracer
 	if _, off := tracer.(noop.Tracer); off || tracer == nil {
 		// Tracing off: the part has the caller's (non-recording) span,
 		// and nothing is built for it.
-		return ctx, &lookupSpan{span: trace.SpanFromContext(ctx)}
+		return ctx, lookupSpan{span: trace.SpanFromContext(ctx)}
 	}
 	start := []trace.SpanStartOption{trace.WithAttributes(
 		tracing.AttrSource.String(m.Source.ID()),
@@ -44,26 +44,34 @@ func (e *Engine) startLookup(ctx context.Context, m Member, op aggregator.Operat
 		start = append(start, link)
 	}
 	ctx, span := tracer.Start(ctx, "lookup "+m.Source.ID(), start...)
-	return ctx, &lookupSpan{span: span}
+	return ctx, lookupSpan{span: span, attempts: new(int)}
 }
 
-// counted wraps do so that the span counts the calls that went.
-func (l *lookupSpan) counted(do attempt) attempt {
+// counted wraps do so that the span counts the calls that went; a span
+// that records nothing counts nothing.
+func (l lookupSpan) counted(do attempt) attempt {
+	if l.attempts == nil {
+		return do
+	}
 	return func(ctx context.Context) (int, time.Duration, error) {
-		l.attempts++
+		*l.attempts++
 		return do(ctx)
 	}
 }
 
 // end records the outcome of the part and ends the span. problemType is
 // the type of its problem, "" when it succeeded.
-func (l *lookupSpan) end(o aggregator.Outcome, problemType string) {
+func (l lookupSpan) end(o aggregator.Outcome, problemType string) {
 	if !l.span.IsRecording() {
 		return
 	}
+	attempts := 0
+	if l.attempts != nil {
+		attempts = *l.attempts
+	}
 	attrs := []attribute.KeyValue{
 		tracing.AttrOutcome.String(string(o)),
-		tracing.AttrAttempts.Int(l.attempts),
+		tracing.AttrAttempts.Int(attempts),
 	}
 	if o.Skipped() {
 		addSkipEvent(l.span, o)

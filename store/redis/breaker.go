@@ -202,6 +202,7 @@ func (b *BreakerStore) localAllow(ctx context.Context, id breaker.ID, s breaker.
 // state is dropped while Redis cannot be reached: its generation and lease
 // keep the shared breaker safe.
 func (b *BreakerStore) Done(ctx context.Context, id breaker.ID, p breaker.Permit, v breaker.Verdict, r breaker.Report, s breaker.Settings, now time.Time) ([]breaker.Event, error) {
+	ctx = context.WithoutCancel(ctx) // the verdict outlives the call's deadline (breaker.Store)
 	switch t := p.Token.(type) {
 	case localPermit:
 		return b.local.Done(ctx, id, t.p, v, r, s, now)
