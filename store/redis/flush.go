@@ -2,6 +2,7 @@ package redisstore
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -14,6 +15,13 @@ const (
 	DefaultFlushInterval   = 20 * time.Millisecond
 	DefaultRefreshInterval = time.Second
 )
+
+// scriptLoads is how often a pipeline loads the scripts the server lost
+// before it gives up: once is enough unless the server loses them again
+// meanwhile (a SCRIPT FLUSH, a second restart or failover).
+const scriptLoads = 3
+
+var errScriptsLost = errors.New("redis store: the server lost the breaker scripts again after each load")
 
 // scriptCall is one breaker script to run in a pipeline.
 type scriptCall struct {
@@ -64,8 +72,8 @@ func (s *Stores) pipeline(ctx context.Context, calls []scriptCall) ([][]any, err
 		if len(missing) == 0 {
 			return out, nil
 		}
-		if attempt > 0 {
-			return nil, redis.Nil // cannot happen: the scripts were just loaded
+		if attempt == scriptLoads {
+			return nil, errScriptsLost
 		}
 		for script := range missing {
 			if err := script.Load(cctx, s.client).Err(); err != nil {
