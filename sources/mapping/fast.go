@@ -75,7 +75,9 @@ func (r *run) fastJSON(body []byte) error {
 		}
 		if r.page.Infractions == nil {
 			// Room for as many items as the first one's size suggests.
-			r.page.Infractions = make([]aggregator.Infraction, 0, min(len(v)/(len(item)+1)+1, 64))
+			n := min(len(v)/(len(item)+1)+1, 64)
+			r.page.Infractions = make([]aggregator.Infraction, 0, n)
+			r.texts.Reserve(n * textPerItem)
 		}
 		var vals [numFields]fieldValue
 		r.fast.item(r.fieldValues(item, e, &vals), item)

@@ -68,28 +68,28 @@ func (r *run) fill(vals *[numFields]fieldValue, inf *aggregator.Infraction) erro
 				err = fmt.Errorf("longer than %d characters", normalize.MaxID)
 				break
 			}
-			inf.ID = v.keep(v.text)
+			inf.ID = r.keep(v, v.text)
 			if m.opts.VoucherPrefix != "" {
 				inf.Voucher = m.opts.VoucherPrefix + url.PathEscape(inf.ID) + "/voucher"
 			}
 		case fieldDescription:
-			inf.Description = v.keep(normalize.Text(v.text))
+			inf.Description = r.keep(v, normalize.Text(v.text))
 		case fieldPlace:
-			inf.Place = v.keep(normalize.Text(v.text))
+			inf.Place = r.keep(v, normalize.Text(v.text))
 		case fieldCurrency:
 			if c := strings.ToUpper(normalize.Text(v.text)); c != m.cur {
-				inf.Currency = v.keep(c)
+				inf.Currency = r.keep(v, c)
 			}
 		case fieldDate:
-			inf.Date, err = fs.layouts.Date(v.text, v.number, m.loc, m.opts.Now())
-			inf.Date = v.keep(inf.Date) // a value already normal may come back as it is
+			inf.Date, err = r.texts.Date(fs.layouts, v.text, v.number, m.loc, m.opts.Now())
+			inf.Date = r.keep(v, inf.Date) // a value already normal may come back as it is
 		case fieldAmount:
-			inf.Amount, err = amount(v, fs)
-			inf.Amount = v.keep(inf.Amount)
+			inf.Amount, err = r.amount(v, fs)
+			inf.Amount = r.keep(v, inf.Amount)
 		case fieldUnits:
 			var u string
-			if u, err = amount(v, fs); err == nil {
-				inf.Units = &aggregator.Units{Value: v.keep(u), Code: fs.code}
+			if u, err = r.amount(v, fs); err == nil {
+				inf.Units = &aggregator.Units{Value: r.keep(v, u), Code: fs.code}
 			}
 		case fieldStatus:
 			if !r.status(normalize.Text(v.text), v, inf) {
@@ -121,11 +121,11 @@ func (r *run) fill(vals *[numFields]fieldValue, inf *aggregator.Infraction) erro
 }
 
 // amount normalises an amount (or units) value.
-func amount(v fieldValue, fs *fieldSpec) (string, error) {
+func (r *run) amount(v fieldValue, fs *fieldSpec) (string, error) {
 	if v.number && !v.fromSet {
-		return normalize.Number(v.text)
+		return r.texts.Number(v.text)
 	}
-	s, err := normalize.Amount(v.text, fs.decimal)
+	s, err := r.texts.Amount(v.text, fs.decimal)
 	if errors.Is(err, normalize.ErrAmbiguous) {
 		return "", err
 	}
@@ -142,11 +142,11 @@ func (r *run) status(raw string, v fieldValue, inf *aggregator.Infraction) bool 
 			return true
 		}
 		if strings.EqualFold(e.key, raw) {
-			inf.Status, inf.StatusRaw = e.status, v.keep(raw)
+			inf.Status, inf.StatusRaw = e.status, r.keep(v, raw)
 			return true
 		}
 	}
-	inf.StatusRaw = v.keep(raw)
+	inf.StatusRaw = r.keep(v, raw)
 	return len(r.m.statuses) == 0
 }
 

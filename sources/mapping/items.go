@@ -191,15 +191,16 @@ type fieldValue struct {
 }
 
 // keep is s, derived from v's text, as an infraction may hold it: a copy
-// when s shares the answer's bytes (which are reused), s itself when it
-// is a string of its own (a normalised date or amount, say).
-func (v fieldValue) keep(s string) string {
+// (in the run's texts) when s shares the answer's bytes, which are reused;
+// s itself when it is a string of its own (a normalised date or amount,
+// say).
+func (r *run) keep(v fieldValue, s string) string {
 	if !v.alias || len(s) == 0 {
 		return s
 	}
 	start := uintptr(unsafe.Pointer(unsafe.StringData(v.text)))
 	if p := uintptr(unsafe.Pointer(unsafe.StringData(s))); p >= start && p < start+uintptr(len(v.text)) {
-		return strings.Clone(s)
+		return r.texts.Clone(s)
 	}
 	return s
 }

@@ -190,6 +190,10 @@ func (m *Mapping) Read(ctx context.Context, a Answer, s Subject) (Page, error) {
 }
 
 // run is one reading of one answer.
+// textPerItem is about what one item's normalised values take: a date (25
+// bytes), an amount and a few short texts.
+const textPerItem = 48
+
 type run struct {
 	m      *Mapping
 	ctx    context.Context
@@ -199,7 +203,8 @@ type run struct {
 	vals   []document.Value
 	parts  []document.Value
 	tables map[*html.Node]*headerRow
-	ins    *Inspection // when inspecting: every problem is recorded
+	ins    *Inspection     // when inspecting: every problem is recorded
+	texts  normalize.Texts // the items' values: a few allocations for all
 	// The shape of the items (shape.go): hashed on the fast path, named
 	// item by item on the general one.
 	fastPath bool

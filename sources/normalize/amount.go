@@ -74,6 +74,11 @@ const maxSignificant = 64
 // errors.Is(err, ErrAmbiguous) when only a configured decimal separator
 // would tell.
 func Amount(text string, dec Decimal) (string, error) {
+	return (*Texts)(nil).Amount(text, dec)
+}
+
+// Amount is the package's Amount with the value in t.
+func (t *Texts) Amount(text string, dec Decimal) (string, error) {
 	s := strings.TrimSpace(text)
 	neg, s := cutSign(s)
 	s, err := trimCurrency(s)
@@ -90,13 +95,18 @@ func Amount(text string, dec Decimal) (string, error) {
 	if err := d.parseText(s, dec); err != nil {
 		return "", err
 	}
-	return d.cents(neg), nil
+	return d.cents(t, neg), nil
 }
 
 // Number normalises the literal of a JSON number ("1234.5", "1e3",
 // "-0.005") like Amount: a JSON number is never ambiguous, its '.' always
 // separates decimals ("1.234" is 1.23).
 func Number(literal string) (string, error) {
+	return (*Texts)(nil).Number(literal)
+}
+
+// Number is the package's Number with the value in t.
+func (t *Texts) Number(literal string) (string, error) {
 	s := strings.TrimSpace(literal)
 	neg := false
 	if s != "" && (s[0] == '-' || s[0] == '+') {
@@ -118,7 +128,7 @@ func Number(literal string) (string, error) {
 	if err := d.finish(); err != nil {
 		return "", err
 	}
-	return d.cents(neg), nil
+	return d.cents(t, neg), nil
 }
 
 // cutSign removes a leading '+', '-' or Unicode minus sign, and the space
@@ -412,7 +422,7 @@ func parseExponent(s string) (int, bool) {
 // cents renders d rounded half away from zero to two decimals. Only the
 // first digit dropped decides the rounding: half away from zero rounds the
 // magnitude half up.
-func (d *decimal) cents(neg bool) string {
+func (d *decimal) cents(tx *Texts, neg bool) string {
 	// c holds the digits of the magnitude × 100 after rounding, without
 	// leading zeros; n == 0 is zero.
 	var c [maxAmountDigits + 4]byte
@@ -454,7 +464,7 @@ func (d *decimal) cents(neg bool) string {
 		}
 		t++
 	}
-	return string(text[:t])
+	return tx.bytes(text[:t])
 }
 
 // roundUp adds one to the n-digit number in b and returns its new length;

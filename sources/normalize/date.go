@@ -20,25 +20,25 @@ import (
 // would be (see formatEpoch); "/Date(1773490320000)/" and
 // "/Date(1773490320000-0300)/" (the ASP.NET form) are epoch milliseconds,
 // shown at their offset when they have one.
-func formatDate(s string, loc *time.Location) (string, bool) {
+func formatDate(tx *Texts, s string, loc *time.Location) (string, bool) {
 	s = strings.TrimSpace(s)
 	if len(s) >= 9 && allDigits(s) {
-		return formatEpoch(s, loc)
+		return formatEpoch(tx, s, loc)
 	}
 	if ms, ok := strings.CutPrefix(s, "/Date("); ok {
-		return formatDotNet(ms, loc)
+		return formatDotNet(tx, ms, loc)
 	}
 	t, ok := parseDate(s, loc)
 	if !ok {
 		return "", false
 	}
-	return t.Format(time.RFC3339), true
+	return tx.time(t), true
 }
 
 // formatEpoch renders a JSON number of Unix epoch seconds (milliseconds
 // when its magnitude exceeds 1e12) as RFC 3339 in loc. A fraction of a
 // second is dropped.
-func formatEpoch(num string, loc *time.Location) (string, bool) {
+func formatEpoch(tx *Texts, num string, loc *time.Location) (string, bool) {
 	sec, ok := epochWhole(num)
 	if !ok {
 		return "", false
@@ -46,7 +46,7 @@ func formatEpoch(num string, loc *time.Location) (string, bool) {
 	if sec > 1e12 || sec < -1e12 {
 		sec /= 1000
 	}
-	return formatUnix(sec, 1, loc)
+	return formatUnix(tx, sec, 1, loc)
 }
 
 // epochWhole reads the whole part of a number literal (a fraction is
@@ -69,7 +69,7 @@ func epochWhole(num string) (int64, bool) {
 
 // formatUnix renders n units (1 a second, 1000 a millisecond) since the
 // Unix epoch as RFC 3339 in loc, refusing years outside 1–9999.
-func formatUnix(n, unit int64, loc *time.Location) (string, bool) {
+func formatUnix(tx *Texts, n, unit int64, loc *time.Location) (string, bool) {
 	var t time.Time
 	if unit == 1000 {
 		t = time.UnixMilli(n).In(loc)
@@ -79,11 +79,11 @@ func formatUnix(n, unit int64, loc *time.Location) (string, bool) {
 	if y := t.Year(); y < 1 || y > 9999 {
 		return "", false
 	}
-	return t.Format(time.RFC3339), true
+	return tx.time(t), true
 }
 
 // formatDotNet renders the inside of an ASP.NET "/Date(ms±hhmm)/" date.
-func formatDotNet(s string, loc *time.Location) (string, bool) {
+func formatDotNet(tx *Texts, s string, loc *time.Location) (string, bool) {
 	s, ok := strings.CutSuffix(s, ")/")
 	if !ok {
 		return "", false
@@ -103,7 +103,7 @@ func formatDotNet(s string, loc *time.Location) (string, bool) {
 	if err != nil {
 		return "", false
 	}
-	return formatUnix(n, 1000, loc)
+	return formatUnix(tx, n, 1000, loc)
 }
 
 // parseDate parses the text forms documented on formatDate.

@@ -70,7 +70,7 @@ func TestFormatDate(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.in, func(t *testing.T) {
 			t.Parallel()
-			got, ok := formatDate(tt.in, ba)
+			got, ok := formatDate(nil, tt.in, ba)
 			if tt.want == "" {
 				if ok {
 					t.Errorf("formatDate(%q) = %q, want unparseable", tt.in, got)
@@ -108,7 +108,7 @@ func TestFormatEpoch(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.in, func(t *testing.T) {
 			t.Parallel()
-			got, ok := formatEpoch(tt.in, ba)
+			got, ok := formatEpoch(nil, tt.in, ba)
 			if tt.want == "" {
 				if ok {
 					t.Errorf("formatEpoch(%q) = %q, want unparseable", tt.in, got)

@@ -22,15 +22,20 @@ import (
 // text. When none does, the error lists what each pattern expected where.
 // No error quotes the value.
 func (l Layouts) Date(text string, number bool, loc *time.Location, now time.Time) (string, error) {
+	return (*Texts)(nil).Date(l, text, number, loc, now)
+}
+
+// Date is l.Date with the value in t.
+func (t *Texts) Date(l Layouts, text string, number bool, loc *time.Location, now time.Time) (string, error) {
 	if loc == nil {
 		loc = time.UTC
 	}
 	if len(l.patterns) == 0 {
-		return defaultDate(text, number, loc)
+		return defaultDate(t, text, number, loc)
 	}
 	s := strings.TrimSpace(text)
 	for i := range l.patterns {
-		if out, f := l.patterns[i].read(s, number, loc, now); f.why == whyNone {
+		if out, f := l.patterns[i].read(t, s, number, loc, now); f.why == whyNone {
 			return out, nil
 		}
 	}
@@ -44,18 +49,18 @@ var (
 )
 
 // defaultDate reads the default forms (no layout configured).
-func defaultDate(text string, number bool, loc *time.Location) (string, error) {
+func defaultDate(tx *Texts, text string, number bool, loc *time.Location) (string, error) {
 	var (
 		out string
 		ok  bool
 	)
 	if number {
-		if out, ok = formatEpoch(text, loc); !ok {
+		if out, ok = formatEpoch(tx, text, loc); !ok {
 			return "", errEpoch
 		}
 		return out, nil
 	}
-	if out, ok = formatDate(text, loc); !ok {
+	if out, ok = formatDate(tx, text, loc); !ok {
 		return "", errDefaultForms
 	}
 	return out, nil
@@ -68,7 +73,7 @@ func (l Layouts) failure(s string, number bool, loc *time.Location, now time.Tim
 	b.WriteString("no layout reads the whole value:")
 	for i := range l.patterns {
 		p := &l.patterns[i]
-		_, f := p.read(s, number, loc, now)
+		_, f := p.read(nil, s, number, loc, now)
 		if i > 0 {
 			b.WriteByte(';')
 		}
@@ -133,7 +138,7 @@ func (f failure) describe(p *pattern, s string) string {
 }
 
 // read reads s with p.
-func (p *pattern) read(s string, number bool, loc *time.Location, now time.Time) (string, failure) {
+func (p *pattern) read(tx *Texts, s string, number bool, loc *time.Location, now time.Time) (string, failure) {
 	if s == "" {
 		return "", failure{why: whyEmpty}
 	}
@@ -145,7 +150,7 @@ func (p *pattern) read(s string, number bool, loc *time.Location, now time.Time)
 		if !ok {
 			return "", failure{why: whyEpoch}
 		}
-		out, ok := formatUnix(n, p.epoch, loc)
+		out, ok := formatUnix(tx, n, p.epoch, loc)
 		if !ok {
 			return "", failure{why: whyEpoch}
 		}
@@ -155,7 +160,7 @@ func (p *pattern) read(s string, number bool, loc *time.Location, now time.Time)
 	if f := p.match(s, &v); f.why != whyNone {
 		return "", f
 	}
-	return v.format(p.twoDigit, loc, now)
+	return v.format(tx, p.twoDigit, loc, now)
 }
 
 // values are what a pattern read.
@@ -202,7 +207,7 @@ func (p *pattern) match(s string, v *values) failure {
 }
 
 // format checks the values read and renders them as RFC 3339.
-func (v *values) format(twoDigit bool, loc *time.Location, now time.Time) (string, failure) {
+func (v *values) format(tx *Texts, twoDigit bool, loc *time.Location, now time.Time) (string, failure) {
 	year, ambiguous := v.n[sYear], false
 	if twoDigit {
 		year, ambiguous = twoDigitYear(v.n[sYear2], now)
@@ -245,7 +250,7 @@ func (v *values) format(twoDigit bool, loc *time.Location, now time.Time) (strin
 	if y := t.Year(); y < 1 || y > 9999 {
 		return "", failure{why: whyYear}
 	}
-	return t.Format(time.RFC3339), failure{}
+	return tx.time(t), failure{}
 }
 
 // twoDigitYear reads a two-digit year as ICU does: within the century that
