@@ -80,7 +80,7 @@ func (e *Engine) call(ctx context.Context, m Member, op aggregator.Operation, do
 			return outcome{outcome: aggregator.SkippedOpen, retryAfter: retryAfter, detail: openDetail(oe)}
 		}
 		callCtx, cancel := context.WithTimeout(ctx, m.Timeout)
-		if e.opts.Limiter != nil {
+		if e.opts.Limiter != nil && paginated(m.Source) {
 			// Every page after a lookup's first spends the budget too (SPEC 8).
 			gate := m.gate
 			if gate == nil { // a member New did not see
@@ -137,6 +137,13 @@ func (e *Engine) call(ctx context.Context, m Member, op aggregator.Operation, do
 			return res // never beyond the query's budget
 		}
 	}
+}
+
+// paginated reports whether src may make more than one request a lookup
+// (a source that does not say may).
+func paginated(src Source) bool {
+	p, ok := src.(interface{ Paginated() bool })
+	return !ok || p.Paginated()
 }
 
 // pageGate admits the pages of source's lookups after the first.

@@ -304,6 +304,10 @@ func compileHeaders(in map[string]string) (http.Header, string, error) {
 // ID is the source's id.
 func (s *Source) ID() string { return s.spec.ID }
 
+// Paginated reports whether a lookup may take more than one request:
+// only then does it call the page gate (WithPageGate).
+func (s *Source) Paginated() bool { return s.spec.Pagination.Style != "" }
+
 // Jurisdiction is the name of the source's jurisdiction.
 func (s *Source) Jurisdiction() string { return s.spec.Jurisdiction }
 
