@@ -44,13 +44,14 @@ func (e *Engine) call(ctx context.Context, m Member, op aggregator.Operation, do
 	source := m.Source.ID()
 	id := m.BreakerID(op)
 	var bo retryBackoff // made at the first retry: most calls have none
-	var last *outcome
+	var last outcome // the previous try's, when tried
+	tried := false
 	for n := 0; ; n++ {
 		if e.opts.Limiter != nil {
 			if err := e.opts.Limiter.Admit(ctx, source, remaining(ctx)); err != nil {
-				if last != nil {
+				if tried {
 					skipEvent(ctx, aggregator.SkippedRateLimited) // a retry held back
-					return *last
+					return last
 				}
 				var le *ratelimit.LimitedError
 				if !errors.As(err, &le) {
@@ -67,9 +68,9 @@ func (e *Engine) call(ctx context.Context, m Member, op aggregator.Operation, do
 		}
 		c, err := e.opts.Breakers.Allow(ctx, id)
 		if err != nil {
-			if last != nil {
+			if tried {
 				skipEvent(ctx, aggregator.SkippedOpen)
-				return *last // the breaker opened while we retried
+				return last // the breaker opened while we retried
 			}
 			var oe *breaker.OpenError
 			retryAfter := time.Second
@@ -119,10 +120,10 @@ func (e *Engine) call(ctx context.Context, m Member, op aggregator.Operation, do
 			return res
 		}
 		cancel()
-		if res.outcome == aggregator.Deadline && last != nil {
-			return *last // the budget cut a retry: the earlier failure is the cause
+		if res.outcome == aggregator.Deadline && tried {
+			return last // the budget cut a retry: the earlier failure is the cause
 		}
-		last = &res
+		last, tried = res, true
 		if !retryable(res) || n >= m.Retry.MaxRetries {
 			return res
 		}

@@ -340,9 +340,11 @@ func (e *Engine) lookup(ctx context.Context, m Member, q aggregator.Query, t mem
 		return e.entry(m, op, res.outcome, res.status, res.err, res.retryAfter, res.detail)
 	}
 	p = e.entry(m, op, aggregator.Succeeded, 0, nil, 0, "")
-	n := len(answer.Infractions)
-	ms := elapsed.Milliseconds()
-	p.Count, p.DurationMS = &n, &ms
+	nums := &struct { // one allocation for both
+		n  int
+		ms int64
+	}{len(answer.Infractions), elapsed.Milliseconds()}
+	p.Count, p.DurationMS = &nums.n, &nums.ms
 	p.Infractions = answer.Infractions
 	e.keep(ctx, t, answer.Infractions)
 	return p
