@@ -55,10 +55,10 @@ type memEntry struct {
 	last       *Event
 }
 
-type memToken struct {
-	gen  uint64
-	done func(error)
-}
+// memToken is a MemoryStore Permit's Token (its Gen is the entry's
+// generation): the circuit breaker's done for a call through the closed
+// breaker, nil for a probe. A func in an interface takes no allocation.
+type memToken func(error)
 
 func (m *MemoryStore) entry(id ID, s Settings, now time.Time) *memEntry {
 	m.mu.Lock()
@@ -198,26 +198,26 @@ func (m *MemoryStore) Allow(_ context.Context, id ID, s Settings, now time.Time)
 			return Permit{}, events, &OpenError{State: HalfOpen, RetryAfter: e.probeUntil.Sub(now), Probing: true}
 		}
 		e.probeUntil = now.Add(s.lease())
-		return Permit{Probe: true, Token: memToken{gen: e.gen}}, events, nil
+		return Permit{Probe: true, Token: memToken(nil), Gen: e.gen}, events, nil
 	}
 	done, err := e.cb.Allow()
 	if err != nil {
 		// Unreachable: our state leaves closed at the trip. Refuse safely.
 		return Permit{}, events, &OpenError{State: Open, RetryAfter: s.OpenFor}
 	}
-	return Permit{Token: memToken{gen: e.gen, done: done}}, events, nil
+	return Permit{Token: memToken(done), Gen: e.gen}, events, nil
 }
 
 // Done implements Store.
 func (m *MemoryStore) Done(_ context.Context, id ID, p Permit, v Verdict, r Report, s Settings, now time.Time) ([]Event, error) {
-	tok, ok := p.Token.(memToken)
+	done, ok := p.Token.(memToken)
 	if !ok {
 		return nil, fmt.Errorf("breaker %s: foreign permit", id)
 	}
 	e := m.entry(id, s, now)
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if tok.gen != e.gen {
+	if p.Gen != e.gen {
 		return nil, nil // a call of an earlier generation: its verdict is stale
 	}
 	switch e.state {
@@ -231,16 +231,16 @@ func (m *MemoryStore) Done(_ context.Context, id ID, p Permit, v Verdict, r Repo
 		e.probeUntil = time.Time{} // neutral: the slot is free for the next call
 		return nil, nil
 	case Closed:
-		if tok.done == nil {
+		if done == nil {
 			return nil, nil
 		}
 		switch v {
 		case Success:
-			tok.done(nil)
+			done(nil)
 		case Failure:
-			tok.done(errFailure)
+			done(errFailure)
 		default:
-			tok.done(errExcluded)
+			done(errExcluded)
 		}
 		if c := e.trip; c != nil {
 			calls, failures := int(c.TotalSuccesses+c.TotalFailures), int(c.TotalFailures)

@@ -24,11 +24,15 @@ type Store interface {
 	Status(ctx context.Context, id ID, s Settings, now time.Time) (Status, []Event, error)
 }
 
-// Permit lets one call go. Token is the store's own bookkeeping.
+// Permit lets one call go. Token and Gen are the store's own
+// bookkeeping; a Permit without a Token means the store failed at Allow.
 type Permit struct {
 	// Probe is true for the single call of a half-open breaker.
 	Probe bool
 	Token any
+	// Gen is free for the store's use: what it would otherwise box into
+	// Token with a pointer, at one allocation a call.
+	Gen uint64
 }
 
 // Notifier is a Store that also makes transitions outside the Set's calls
