@@ -263,9 +263,11 @@ type gathering struct {
 // context (a store that does not honour it, say).
 func (e *Engine) gather(ctx context.Context, q aggregator.Query, set []Member, d *memory.Directives, recalled recalled, each func(aggregator.Part)) []aggregator.Part {
 	g := &gathering{parts: make([]aggregator.Part, len(set)), done: make(chan int, len(set))}
-	for i, m := range set {
+	for i := range set {
 		go func() {
-			p := e.part(ctx, m, q, d, recalled.at(i))
+			// set[i], not a copy: a Member is too large for a closure to
+			// hold by value, and a copy would be moved to the heap.
+			p := e.part(ctx, set[i], q, d, recalled.at(i))
 			g.mu.Lock()
 			defer g.mu.Unlock()
 			if !g.over {
