@@ -7,9 +7,10 @@
 // over channels; for a fan-out of short calls that hand-off, the two
 // goroutines' stacks and the per-request bookkeeping cost more CPU than
 // the calls' own work. Here the caller writes the request with one write,
-// reads the answer's head itself (net/http's ReadResponse: chunked and
-// sized bodies, 1xx answers) and returns the connection to the pool when
-// the body has been read to its end. A request is never sent twice: a
+// reads the answer's head itself (with a parser of our own, as net/http's
+// ReadResponse but with a fraction of its allocations: chunked and sized
+// bodies, 1xx answers; head.go) and returns the connection to the pool
+// when the body has been read to its end. A request is never sent twice: a
 // pooled connection the portal closed while idle is found before anything
 // is written on it (Stale); one lost after the request was written ends
 // the call with ErrNotReplayed.
@@ -300,9 +301,10 @@ type conn struct {
 	peek      *peeker
 	abort     func() // fails every pending read and write at once
 
-	nwritten int64 // bytes of the current request written to nc
-	nread    int64 // bytes of the current answer read from nc
-	readMax  int64 // bound on nread while the head is read; 0: none
+	nwritten int64  // bytes of the current request written to nc
+	nread    int64  // bytes of the current answer read from nc
+	readMax  int64  // bound on nread while the head is read; 0: none
+	head     []byte // the scratch space of answers' heads, kept between calls
 }
 
 type countedReader struct{ c *conn }
@@ -354,30 +356,27 @@ func (c *conn) roundTrip(ctx context.Context, req *http.Request, gz bool) (*http
 		return fail(err)
 	}
 	c.readMax = MaxHeaderBytes
-	resp, err := http.ReadResponse(c.br, req)
-	for n := 0; err == nil && resp.StatusCode >= 100 && resp.StatusCode < 200 && resp.StatusCode != http.StatusSwitchingProtocols; n++ {
-		if n == max1xx {
-			err = errors.New("h1: too many 1xx informational answers")
-			break
-		}
-		resp, err = http.ReadResponse(c.br, req)
-	}
+	a, err := readAnswer(c.br, req, &c.head)
 	c.readMax = 0
+	if cap(c.head) > 64<<10 {
+		c.head = nil // a head that large is no reason to keep as much for every call
+	}
 	if err != nil {
 		if c.reused && c.nread == 0 && !errors.Is(err, errHeadTooLong) {
 			err = ErrNotReplayed
 		}
 		return fail(err)
 	}
+	resp := &a.resp
 	if resp.StatusCode == http.StatusSwitchingProtocols {
-		resp.Body.Close()
 		return fail(errors.New("h1: the portal switched protocols"))
 	}
 	if tc, ok := c.nc.(*tls.Conn); ok {
 		st := tc.ConnectionState()
 		resp.TLS = &st
 	}
-	b := &body{c: c, ctx: ctx, stop: stop, rc: resp.Body, keep: !resp.Close && !req.Close}
+	b := &a.body
+	b.c, b.ctx, b.stop, b.keep = c, ctx, stop, !resp.Close && !req.Close
 	if resp.Body == http.NoBody {
 		// Nothing more to read: the connection is free at once.
 		b.release(true)
@@ -541,7 +540,7 @@ type body struct {
 	c    *conn
 	ctx  context.Context
 	stop func() bool
-	rc   io.ReadCloser
+	src  framing
 	keep bool // the answer allows the connection's reuse
 	done bool
 	err  error
@@ -551,7 +550,7 @@ func (b *body) Read(p []byte) (int, error) {
 	if b.done {
 		return 0, cmp.Or(b.err, io.EOF)
 	}
-	n, err := b.rc.Read(p)
+	n, err := b.src.Read(p)
 	switch {
 	case err == io.EOF:
 		b.release(true)
@@ -567,7 +566,7 @@ func (b *body) Read(p []byte) (int, error) {
 
 func (b *body) Close() error {
 	if !b.done {
-		b.err = errors.New("h1: read on a closed body")
+		b.err = errClosed
 		b.release(false)
 	}
 	return nil
@@ -636,7 +635,7 @@ func (g *gzipBody) Close() error {
 		g.zr = nil
 	}
 	if g.err == nil {
-		g.err = errors.New("h1: read on a closed body")
+		g.err = errClosed
 	}
 	return g.body.Close()
 }
