@@ -44,7 +44,7 @@ func (e *Engine) call(ctx context.Context, m Member, op aggregator.Operation, do
 	source := m.Source.ID()
 	id := m.BreakerID(op)
 	var bo retryBackoff // made at the first retry: most calls have none
-	var last outcome // the previous try's, when tried
+	var last outcome    // the previous try's, when tried
 	tried := false
 	for n := 0; ; n++ {
 		if e.opts.Limiter != nil {
