@@ -324,7 +324,9 @@ func (r *request) build(ctx context.Context, v *values, h http.Header, host stri
 	case !private && len(r.headers) == 0 && r.bodyType == "" && h != nil:
 		// Nothing to add: the source's own fields, which nothing down
 		// the line writes to (a RoundTripper must not change its
-		// request; a client with no jar adds no cookies).
+		// request; a client with no jar adds no cookies; send gives a
+		// redirect's request, and user info's Basic authentication, a
+		// header of their own).
 		req.Header = h
 	default:
 		// A copy: headers are added to it, by us or by the client.

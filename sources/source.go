@@ -437,7 +437,7 @@ func (s *Source) do(ctx context.Context, o *operation, v *values, h http.Header)
 			learnSecrets(ctx, token)
 			req.Header.Set("Authorization", "Bearer "+token)
 		}
-		resp, err := s.client.Do(req)
+		resp, err := s.send(req)
 		if err != nil {
 			e := transportError(ctx, err)
 			if resp != nil && e.Outcome == aggregator.Unreadable {
