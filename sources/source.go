@@ -111,6 +111,7 @@ type Source struct {
 	next     *document.Selector // pagination.next, compiled; nil when not set
 	tokens   *tokens            // OAuth2; nil without
 	sessions *sessions          // a session page; nil without
+	named    bool               // the transport names requests (URLTemplate)
 }
 
 // operation is a compiled OperationSpec.
@@ -190,6 +191,7 @@ func New(spec Spec, client *http.Client, now func() time.Time) (*Source, error) 
 			own.Transport = tr
 		}
 	}
+	s.named = namesRequests(own.Transport)
 	if len(spec.Operations) == 0 {
 		fail("operations: none configured")
 	}
@@ -348,7 +350,9 @@ func (s *Source) Lookup(ctx context.Context, q aggregator.Query) (Answer, error)
 	}
 	o := s.ops[opIndex(op)]
 	// Every request of the call (each page too) is named by the operation.
-	ctx = withURLTemplate(ctx, o.named)
+	if s.named {
+		ctx = withURLTemplate(ctx, o.named)
+	}
 	var v values
 	v.p[paramDomain], v.p[paramID], v.p[paramIDKind] = q.Domain, q.ID, string(q.IDKind)
 	subj := mapping.Subject{Op: op, Value: q.Value()}
@@ -378,7 +382,9 @@ func (s *Source) Voucher(ctx context.Context, infractionID string) (*Voucher, er
 	if infractionID == "" {
 		return nil, &Error{Outcome: aggregator.Rejected, Err: ErrNotFound}
 	}
-	ctx = withURLTemplate(ctx, o.named)
+	if s.named {
+		ctx = withURLTemplate(ctx, o.named)
+	}
 	var v values
 	v.p[paramInfractionID] = infractionID
 	resp, err := s.do(ctx, o, &v, s.voucherH)

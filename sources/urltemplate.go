@@ -2,6 +2,7 @@ package sources
 
 import (
 	"context"
+	"net/http"
 	"net/url"
 	"strings"
 )
@@ -52,6 +53,14 @@ func urlPath(raw string) string {
 
 type urlTemplateKey struct{}
 
+// namesRequests reports whether rt may read URLTemplate: a transport that
+// says it names none (tracing without a provider) spares every lookup a
+// context value. One that does not say may.
+func namesRequests(rt http.RoundTripper) bool {
+	n, ok := rt.(interface{ NamesRequests() bool })
+	return !ok || n.NamesRequests()
+}
+
 // withURLTemplate returns ctx naming the requests made under it by t. The
 // context of a call carries its operation's; a token request or a session
 // page made within the call carries its own.
@@ -66,7 +75,9 @@ func withURLTemplate(ctx context.Context, t *urlTemplate) context.Context {
 // base URL's path and the operation's, placeholders unexpanded, without
 // the query. Every request a Source makes carries one: lookups and each of
 // their pages (a next-page URL a portal gave is named by its operation),
-// vouchers, OAuth2 token requests (the token_url's path) and session pages.
+// vouchers, OAuth2 token requests (the token_url's path) and session pages
+// (lookups and vouchers only when their transport names requests at all:
+// NamesRequests).
 // ok is false for a request no Source made. It is a
 // tracing.URLTemplateFunc.
 func URLTemplate(ctx context.Context) (name, template string, ok bool) {

@@ -92,6 +92,11 @@ func (t *transport) WithTLS(apply func(*tls.Config)) http.RoundTripper {
 	return &c
 }
 
+// NamesRequests reports whether the transport reads its requests' URL
+// templates (WithURLTemplate): not without a provider, where it makes no
+// spans.
+func (t *transport) NamesRequests() bool { return !t.off && t.template != nil }
+
 // Unwrap returns the transport under the tracing one.
 func (t *transport) Unwrap() http.RoundTripper { return t.next }
 

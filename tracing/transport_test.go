@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"testing"
 
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 )
 
@@ -116,4 +117,25 @@ func TestTransportLink(t *testing.T) {
 		}
 	}
 	parent.End()
+}
+
+// TestTransportSaysWhetherItNamesRequests: without a provider the
+// transport makes no spans, so callers need not name their requests.
+func TestTransportSaysWhetherItNamesRequests(t *testing.T) {
+	t.Parallel()
+	template := WithURLTemplate(func(context.Context) (string, string, bool) { return "", "", false })
+	for _, tt := range []struct {
+		name string
+		rt   http.RoundTripper
+		want bool
+	}{
+		{"no provider", Transport(http.DefaultTransport, nil, nil, template), false},
+		{"a provider", Transport(http.DefaultTransport, sdktrace.NewTracerProvider(), nil, template), true},
+		{"a provider, no template", Transport(http.DefaultTransport, sdktrace.NewTracerProvider(), nil), false},
+	} {
+		n, ok := tt.rt.(interface{ NamesRequests() bool })
+		if !ok || n.NamesRequests() != tt.want {
+			t.Errorf("%s: NamesRequests = %v (implemented: %v), want %v", tt.name, ok && n.NamesRequests(), ok, tt.want)
+		}
+	}
 }
