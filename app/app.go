@@ -223,6 +223,7 @@ func New(cfg *config.Config, opts Options) (*App, error) {
 			a.Drift.Observe(l)
 		},
 	})
+	a.closers = append(a.closers, func() error { a.Engine.Close(); return nil })
 	var keys *ratelimit.Keys
 	if len(cfg.Server.APIKeys) > 0 {
 		ks := make([]ratelimit.Key, len(cfg.Server.APIKeys))

@@ -87,6 +87,7 @@ func tracedEngine(t *testing.T, p *portal, now func() time.Time, tp trace.Tracer
 	})
 	eng := fanout.New([]fanout.Member{{Source: src, BreakerKey: "caba", Timeout: time.Second}},
 		fanout.Options{Breakers: set, Problems: problem.Catalog{Base: "https://errors.test/problems/"}, Tracer: tracing.Tracer(tp)})
+	t.Cleanup(eng.Close)
 	return eng, set
 }
 

@@ -85,6 +85,7 @@ func TestUnsendableNotCounted(t *testing.T) {
 			eng := fanout.New([]fanout.Member{{Source: src, BreakerKey: "caba", Timeout: 5 * time.Second}},
 				fanout.Options{Breakers: set, Limiter: ratelimit.New(ratelimit.NewMemoryStore(), time.Now),
 					Problems: problem.Catalog{Base: "https://errors.test/problems/"}})
+			t.Cleanup(eng.Close)
 			for i := range 10 {
 				res := eng.Query(ctx, aggregator.Query{Domain: "AB123CD"}, eng.Members(), 10*time.Second)
 				got := res.Sources[0].Outcome

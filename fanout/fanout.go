@@ -116,6 +116,7 @@ type Engine struct {
 	byID    map[string]int
 	opts    Options
 	flight  flights
+	workers *workers
 }
 
 // New returns an Engine over members, in the order answers list them.
@@ -126,13 +127,17 @@ func New(members []Member, opts Options) *Engine {
 	if opts.Sleep == nil {
 		opts.Sleep = sleep
 	}
-	e := &Engine{members: slices.Clone(members), byID: make(map[string]int, len(members)), opts: opts}
+	e := &Engine{members: slices.Clone(members), byID: make(map[string]int, len(members)), opts: opts, workers: newWorkers()}
 	for i, m := range e.members {
 		e.byID[m.Source.ID()] = i
 		e.members[i].gate = e.pageGate(m.Source.ID())
 	}
 	return e
 }
+
+// Close ends the goroutines that wait to run the engine's next calls; the
+// calls in flight end as they would. Queries made afterwards still work.
+func (e *Engine) Close() { e.workers.close() }
 
 // Members lists the engine's sources in configured order.
 func (e *Engine) Members() []Member { return e.members }
@@ -264,7 +269,7 @@ type gathering struct {
 func (e *Engine) gather(ctx context.Context, q aggregator.Query, set []Member, d *memory.Directives, recalled recalled, each func(aggregator.Part)) []aggregator.Part {
 	g := &gathering{parts: make([]aggregator.Part, len(set)), done: make(chan int, len(set))}
 	for i := range set {
-		go func() {
+		e.workers.run(func() {
 			// set[i], not a copy: a Member is too large for a closure to
 			// hold by value, and a copy would be moved to the heap.
 			p := e.part(ctx, set[i], q, d, recalled.at(i))
@@ -274,7 +279,7 @@ func (e *Engine) gather(ctx context.Context, q aggregator.Query, set []Member, d
 				g.parts[i] = p
 				g.done <- i
 			}
-		}()
+		})
 	}
 	hand := func(i int) {
 		if each != nil {

@@ -75,6 +75,7 @@ func TestLookupsHeard(t *testing.T) {
 						heard = append(heard, l)
 						mu.Unlock()
 					}})
+			t.Cleanup(eng.Close)
 			eng.Query(context.Background(), aggregator.Query{Domain: "AB123CD"}, eng.Members(), 10*time.Second)
 			mu.Lock()
 			defer mu.Unlock()

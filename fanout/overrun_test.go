@@ -52,6 +52,7 @@ func TestOverrunningCallKeepsTheBudget(t *testing.T) {
 		members = append(members, fanout.Member{Source: s, BreakerKey: s.id, Timeout: time.Minute})
 	}
 	e := fanout.New(members, fanout.Options{Breakers: set, Problems: problem.Catalog{Base: "https://errors.test/problems/"}})
+	t.Cleanup(e.Close)
 	q := aggregator.Query{Domain: "AB123CD"}
 	sel, _ := e.Select(q, nil)
 

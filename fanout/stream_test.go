@@ -55,8 +55,10 @@ func engineOver(t *testing.T, ids []string, urls []string) *fanout.Engine {
 			FailureRatio: 0.5, OpenFor: time.Minute, FailureStatuses: []int{500}, ProbeLease: 2 * time.Second})
 		members = append(members, fanout.Member{Source: src, BreakerKey: id, Timeout: 5 * time.Second})
 	}
-	return fanout.New(members, fanout.Options{Breakers: set, Limiter: ratelimit.New(ratelimit.NewMemoryStore(), time.Now),
+	e := fanout.New(members, fanout.Options{Breakers: set, Limiter: ratelimit.New(ratelimit.NewMemoryStore(), time.Now),
 		Problems: problem.Catalog{Base: "https://errors.test/problems/"}})
+	t.Cleanup(e.Close)
+	return e
 }
 
 // TestStream: each member's part is handed over as that member finishes,

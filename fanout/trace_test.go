@@ -93,6 +93,7 @@ func TestLookupSpans(t *testing.T) {
 			eng := fanout.New([]fanout.Member{{Source: src, BreakerKey: "caba-key", Timeout: 5 * time.Second, Retry: fanout.Retry{MaxRetries: tt.retries}}},
 				fanout.Options{Breakers: set, Limiter: lim, Problems: problem.Catalog{Base: "https://errors.test/problems/"},
 					Tracer: tp.Tracer("test"), Sleep: func(context.Context, time.Duration) error { return nil }})
+			t.Cleanup(eng.Close)
 			q := aggregator.Query{Domain: plate}
 			if tt.limited {
 				eng.Query(ctx, aggregator.Query{Domain: "AC456BD"}, eng.Members(), 10*time.Second)

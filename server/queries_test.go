@@ -73,6 +73,7 @@ func newAsyncServer(t *testing.T, a AsyncQueries) *Server {
 	}
 	set := breaker.NewSet(breaker.NewMemoryStore(), breaker.Options{})
 	eng := fanout.New([]fanout.Member{{Source: src, BreakerKey: "caba", Timeout: time.Second}}, fanout.Options{Breakers: set})
+	t.Cleanup(eng.Close)
 	opts := Options{Engine: eng, Breakers: set, Problems: problem.Catalog{Base: "https://e.test/problems/"}, AdminToken: "tok"}
 	if a != nil {
 		opts.Async = a

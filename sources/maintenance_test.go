@@ -78,6 +78,7 @@ func TestMaintenancePageTripsTheBreaker(t *testing.T) {
 			engine := fanout.New(members, fanout.Options{
 				Breakers: breakers, Limiter: limiter, Problems: problem.Catalog{Base: "https://example.com/problems/"},
 			})
+			t.Cleanup(engine.Close)
 			q := aggregator.Query{Domain: "AB123CD"}
 			ctx := context.Background()
 			for i := range tt.calls {

@@ -333,6 +333,7 @@ func (f *fleet) replica(o replicaOpts) *replica {
 	r.set = set
 	r.eng = fanout.New(members, fanout.Options{Breakers: set, Limiter: o.limiter, Now: now,
 		Problems: problem.Catalog{Base: "https://errors.test/problems/"}})
+	t.Cleanup(r.eng.Close)
 	if o.deliveries == nil {
 		o.deliveries = async.NewMemoryStore()
 	}
