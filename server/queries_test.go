@@ -3,11 +3,15 @@ package server
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gin-gonic/gin"
 
 	"github.com/multas/aggregator"
 	"github.com/multas/aggregator/async"
@@ -145,5 +149,33 @@ func TestQueriesHandlers(t *testing.T) {
 	off.ServeHTTP(rec, req)
 	if rec.Code != http.StatusNotFound {
 		t.Errorf("disabled DLQ: %d", rec.Code)
+	}
+}
+
+// TestJSONAnswersAreSized: a JSON answer goes whole, with its
+// Content-Length, even when larger than net/http's buffer (which would
+// send it chunked).
+func TestJSONAnswersAreSized(t *testing.T) {
+	t.Parallel()
+	r := gin.New()
+	big := make([]string, 1000) // about 9 KB of JSON
+	for i := range big {
+		big[i] = fmt.Sprintf("AB%03dCD", i)
+	}
+	r.GET("/big", func(c *gin.Context) { writeJSON(c, http.StatusOK, big) })
+	srv := httptest.NewServer(r)
+	t.Cleanup(srv.Close)
+	resp, err := srv.Client().Get(srv.URL + "/big")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusOK || len(body) < 4096 || resp.ContentLength != int64(len(body)) || len(resp.TransferEncoding) > 0 {
+		t.Errorf("GET /big: %d, Content-Length %d for %d bytes, Transfer-Encoding %v",
+			resp.StatusCode, resp.ContentLength, len(body), resp.TransferEncoding)
 	}
 }

@@ -1,12 +1,15 @@
 package server
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"runtime/debug"
+	"strconv"
+	"sync"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -16,13 +19,36 @@ import (
 
 // writeJSON answers v as application/json, never to be sniffed as
 // anything else (SPEC 9).
+//
+// The document is encoded whole before it is sent, with its
+// Content-Length: a query's answer is larger than net/http's 2 KB buffer,
+// which would otherwise send it chunked.
 func writeJSON(c *gin.Context, status int, v any) {
+	buf := jsonBuffers.Get().(*bytes.Buffer)
+	defer func() {
+		if buf.Cap() <= maxPooledJSON {
+			buf.Reset()
+			jsonBuffers.Put(buf)
+		}
+	}()
 	c.Header("Content-Type", "application/json")
 	c.Header("X-Content-Type-Options", "nosniff")
+	if err := json.NewEncoder(buf).Encode(v); err != nil {
+		// Nothing was sent: the client gets a problem, not half a document.
+		problem.Write(c.Writer, &problem.Problem{Type: "about:blank", Status: http.StatusInternalServerError, Title: "Internal Server Error",
+			Detail: "The answer could not be encoded."}, nil)
+		return
+	}
+	c.Header("Content-Length", strconv.Itoa(buf.Len()))
 	c.Status(status)
-	enc := json.NewEncoder(c.Writer)
-	_ = enc.Encode(v)
+	_, _ = c.Writer.Write(buf.Bytes())
 }
+
+// jsonBuffers hold documents being encoded; one grown past maxPooledJSON
+// (a query with thousands of infractions) is left to the collector.
+var jsonBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+const maxPooledJSON = 256 << 10
 
 // noStore marks an answer that carries query data (personal data).
 func noStore(c *gin.Context) {
