@@ -158,11 +158,22 @@ func (m Member) BreakerID(op aggregator.Operation) breaker.ID {
 
 // Select returns the members that answer q, restricted to only when it is
 // not empty. An unknown id, or one that cannot answer q, is an invalid
-// `sources` parameter.
+// `sources` parameter. The slice may be the engine's own: read it only.
 func (e *Engine) Select(q aggregator.Query, only []string) ([]Member, []problem.InvalidParam) {
 	op := q.Operation()
 	if len(only) == 0 {
-		out := make([]Member, 0, len(e.members))
+		n := 0
+		for _, m := range e.members {
+			if m.Source.Supports(op, q.IDKind) {
+				n++
+			}
+		}
+		if n == len(e.members) {
+			// Every member answers q, as most queries go: no copy (an
+			// append to the slice makes one, its capacity being full).
+			return e.members[:n:n], nil
+		}
+		out := make([]Member, 0, n)
 		for _, m := range e.members {
 			if m.Source.Supports(op, q.IDKind) {
 				out = append(out, m)
