@@ -245,40 +245,50 @@ func (e *Engine) Stream(ctx context.Context, q aggregator.Query, set []Member, b
 func (e *Engine) query(ctx context.Context, q aggregator.Query, set []Member, budget time.Duration, d *memory.Directives, each func(aggregator.Part)) aggregator.Result {
 	ctx, cancel := context.WithTimeout(ctx, budget)
 	defer cancel()
-	parts := e.gather(ctx, q, set, d, e.recall(ctx, q, set, d), each)
-	entries := make([]aggregator.SourceResult, len(parts))
+	g := e.gather(ctx, q, set, d, e.recall(ctx, q, set, d), each)
 	n := 0
-	for i, p := range parts {
-		entries[i] = p.SourceResult
-		n += len(p.Infractions)
+	for _, in := range g.infs {
+		n += len(in)
 	}
 	var infractions []aggregator.Infraction
 	if n > 0 {
 		infractions = make([]aggregator.Infraction, 0, n)
-		for _, p := range parts {
-			infractions = append(infractions, p.Infractions...)
+		for _, in := range g.infs {
+			infractions = append(infractions, in...)
 		}
 	}
-	return aggregator.NewResult(q, entries, infractions)
+	return aggregator.NewResult(q, g.entries, infractions)
 }
 
 // gathering is the parts of a query as its members' goroutines hand them
-// in. A part is done once its Status is set (every entry has one).
+// in, kept as the answer has them: its sources[] entries, and each
+// entry's infractions. A part is done once its Status is set (every entry
+// has one).
 type gathering struct {
-	mu    sync.Mutex
-	over  bool // the query answered: parts still to come are dropped
-	parts []aggregator.Part
-	done  chan int // the index of each part handed in; buffered to all
+	mu      sync.Mutex
+	over    bool // the query answered: parts still to come are dropped
+	entries []aggregator.SourceResult
+	infs    [][]aggregator.Infraction
+	done    chan int // the index of each part handed in; buffered to all
 }
 
-// gather runs each member's part on a goroutine of its own and returns
-// them, in set's order; each, when not nil, has each part as soon as it is
+func (g *gathering) put(i int, p aggregator.Part) {
+	g.entries[i], g.infs[i] = p.SourceResult, p.Infractions
+}
+
+func (g *gathering) part(i int) aggregator.Part {
+	return aggregator.Part{SourceResult: g.entries[i], Infractions: g.infs[i]}
+}
+
+// gather runs each member's part on a worker and returns them, in set's
+// order; each, when not nil, has each part as soon as it is
 // done (on the calling goroutine, one at a time). A part not done when
 // ctx's budget and a grace after it are spent is deadline-exceeded, with
 // its stand-in: the query answers on time even when a call overruns its
 // context (a store that does not honour it, say).
-func (e *Engine) gather(ctx context.Context, q aggregator.Query, set []Member, d *memory.Directives, recalled recalled, each func(aggregator.Part)) []aggregator.Part {
-	g := &gathering{parts: make([]aggregator.Part, len(set)), done: make(chan int, len(set))}
+func (e *Engine) gather(ctx context.Context, q aggregator.Query, set []Member, d *memory.Directives, recalled recalled, each func(aggregator.Part)) *gathering {
+	g := &gathering{entries: make([]aggregator.SourceResult, len(set)), infs: make([][]aggregator.Infraction, len(set)),
+		done: make(chan int, len(set))}
 	for i := range set {
 		e.workers.run(func() {
 			// set[i], not a copy: a Member is too large for a closure to
@@ -287,14 +297,14 @@ func (e *Engine) gather(ctx context.Context, q aggregator.Query, set []Member, d
 			g.mu.Lock()
 			defer g.mu.Unlock()
 			if !g.over {
-				g.parts[i] = p
+				g.put(i, p)
 				g.done <- i
 			}
 		})
 	}
 	hand := func(i int) {
 		if each != nil {
-			each(g.parts[i])
+			each(g.part(i))
 		}
 	}
 	expired := ctx.Done()
@@ -309,12 +319,12 @@ func (e *Engine) gather(ctx context.Context, q aggregator.Query, set []Member, d
 				expired, grace = nil, time.After(budgetGrace)
 			case <-grace:
 				e.overdue(ctx, q, set, d, g, hand)
-				return g.parts
+				return g
 			}
 		}
 		hand(i)
 	}
-	return g.parts
+	return g
 }
 
 // overdue ends g once the budget's grace is over: what was handed in
@@ -328,8 +338,8 @@ func (e *Engine) overdue(ctx context.Context, q aggregator.Query, set []Member, 
 		hand(<-g.done)
 	}
 	for i, m := range set {
-		if g.parts[i].Status == "" {
-			g.parts[i] = e.standIn(ctx, m, q, d, e.overrun(m, q.Operation()))
+		if g.entries[i].Status == "" {
+			g.put(i, e.standIn(ctx, m, q, d, e.overrun(m, q.Operation())))
 			hand(i)
 		}
 	}
