@@ -219,6 +219,10 @@ sources:
 		!strings.Contains(string(metrics), `version="`+testVersion+`"} 1`) {
 		t.Errorf("/metrics lacks aggregator_build_info for %s, %s:\n%s", testVersion, runtime.Version(), grep(string(metrics), "build_info"))
 	}
+	// The collector's default target, unless the environment set one.
+	if os.Getenv("GOGC") == "" && !strings.Contains(string(metrics), "\ngo_gc_gogc_percent 200\n") {
+		t.Errorf("without GOGC the collector's target is not %d:\n%s", defaultGCPercent, grep(string(metrics), "gogc"))
+	}
 
 	type answer struct {
 		code int

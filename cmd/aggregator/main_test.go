@@ -249,3 +249,26 @@ func writeFile(t *testing.T, path, content string) {
 		t.Fatal(err)
 	}
 }
+
+func TestGCPercent(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		gogc string
+		pct  int
+		set  bool
+	}{
+		{"", defaultGCPercent, true},
+		{"100", 0, false},
+		{"off", 0, false},
+	} {
+		pct, set := gcPercent(func(k string) string {
+			if k == "GOGC" {
+				return tt.gogc
+			}
+			return ""
+		})
+		if pct != tt.pct || set != tt.set {
+			t.Errorf("GOGC=%q: gcPercent = %d, %v; want %d, %v", tt.gogc, pct, set, tt.pct, tt.set)
+		}
+	}
+}
