@@ -112,9 +112,10 @@ func (b *BreakerStore) clock() time.Time {
 
 // The tokens of permits.
 type (
-	// closedPermit is a call through a closed breaker of generation gen,
-	// decided from the view.
-	closedPermit struct{ gen int64 }
+	// closedPermit is a call through a closed breaker, decided from the
+	// view; the permit's Gen is the breaker's generation (a token of no
+	// size takes no allocation).
+	closedPermit struct{}
 	// probePermit is the probe of a half-open breaker, granted by Redis.
 	probePermit struct{ gen, probeUntil int64 }
 	// localPermit is a permit of the local fallback.
@@ -187,7 +188,7 @@ func (b *BreakerStore) Allow(ctx context.Context, id breaker.ID, s breaker.Setti
 	case 4:
 		return breaker.Permit{Probe: true, Token: probePermit{gen: v.gen, probeUntil: t}}, events, nil
 	}
-	return breaker.Permit{Token: closedPermit{gen: v.gen}}, events, nil
+	return breaker.Permit{Token: closedPermit{}, Gen: uint64(v.gen)}, events, nil
 }
 
 func (b *BreakerStore) localAllow(ctx context.Context, id breaker.ID, s breaker.Settings, now time.Time) (breaker.Permit, []breaker.Event, error) {
@@ -210,7 +211,7 @@ func (b *BreakerStore) Done(ctx context.Context, id breaker.ID, p breaker.Permit
 		if b.st.Degraded() || v == breaker.Neutral {
 			return nil, nil
 		}
-		return b.count(ctx, id, t.gen, v, r, s, now)
+		return b.count(ctx, id, int64(p.Gen), v, r, s, now)
 	case probePermit:
 		if b.st.Degraded() {
 			return nil, nil

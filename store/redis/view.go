@@ -184,7 +184,7 @@ func (e *entry) decide(s breaker.Settings, now time.Time) (p breaker.Permit, err
 	us := now.UnixMicro()
 	switch e.v.st {
 	case breaker.Closed:
-		return breaker.Permit{Token: closedPermit{gen: e.v.gen}}, nil, true
+		return breaker.Permit{Token: closedPermit{}, Gen: uint64(e.v.gen)}, nil, true
 	case breaker.ForcedOpen:
 		return breaker.Permit{}, &breaker.OpenError{State: breaker.ForcedOpen, RetryAfter: s.OpenFor}, true
 	case breaker.Open:
