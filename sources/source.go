@@ -356,7 +356,7 @@ func (s *Source) Lookup(ctx context.Context, q aggregator.Query) (Answer, error)
 	var v values
 	v.p[paramDomain], v.p[paramID], v.p[paramIDKind] = q.Domain, q.ID, string(q.IDKind)
 	subj := mapping.Subject{Op: op, Value: q.Value()}
-	if s.spec.Pagination.Style != "" {
+	if s.Paginated() {
 		return s.lookupPages(ctx, o, &v, subj)
 	}
 	pg, err := s.lookupPage(ctx, o, &v, subj)

@@ -189,11 +189,11 @@ func (m *Mapping) Read(ctx context.Context, a Answer, s Subject) (Page, error) {
 	return r.page, err
 }
 
-// run is one reading of one answer.
 // textPerItem is about what one item's normalised values take: a date (25
 // bytes), an amount and a few short texts.
 const textPerItem = 48
 
+// run is one reading of one answer.
 type run struct {
 	m      *Mapping
 	ctx    context.Context
