@@ -35,6 +35,9 @@ import (
 //
 // GODEBUG=httplaxcontentlength=1 is not honoured: an empty Content-Length
 // is refused.
+//
+// Unlike net/http's, the errors never quote a header line or the status
+// line: a portal's fields may echo a plate, and these errors are logged.
 
 // answer is an answer's Response and its body, allocated together.
 type answer struct {
@@ -142,13 +145,13 @@ func nextLine(s string) (line, rest string) {
 func parseStatusLine(line string, r *http.Response) error {
 	proto, status, ok := strings.Cut(line, " ")
 	if !ok {
-		return fmt.Errorf("h1: malformed HTTP response %q", line)
+		return errors.New("h1: malformed HTTP response: no status code after the version")
 	}
 	r.Proto = proto
 	r.Status = strings.TrimLeft(status, " ")
 	code, _, _ := strings.Cut(r.Status, " ")
 	if len(code) != 3 || !isDigit(code[0]) || !isDigit(code[1]) || !isDigit(code[2]) {
-		return fmt.Errorf("h1: malformed HTTP status code %q", code)
+		return errors.New("h1: malformed HTTP status code: not three digits")
 	}
 	r.StatusCode = int(code[0]-'0')*100 + int(code[1]-'0')*10 + int(code[2]-'0')
 	switch proto {
@@ -157,7 +160,7 @@ func parseStatusLine(line string, r *http.Response) error {
 	case "HTTP/1.0":
 		r.ProtoMajor, r.ProtoMinor = 1, 0
 	default:
-		return fmt.Errorf("h1: malformed HTTP version %q", proto)
+		return errors.New("h1: malformed HTTP version: not HTTP/1.0 or HTTP/1.1")
 	}
 	return nil
 }
@@ -171,8 +174,7 @@ func isDigit(c byte) bool { return '0' <= c && c <= '9' }
 func parseFields(s string, n int, vals []string) (http.Header, error) {
 	h := make(http.Header, n)
 	if s != "" && (s[0] == ' ' || s[0] == '\t') {
-		line, _ := nextLine(s)
-		return nil, fmt.Errorf("h1: malformed MIME header initial line: %q", line)
+		return nil, errors.New("h1: malformed MIME header initial line: a continuation with nothing to continue")
 	}
 	for {
 		line, rest := nextLine(s)
@@ -182,17 +184,17 @@ func parseFields(s string, n int, vals []string) (http.Header, error) {
 		s = rest
 		k, v, ok := strings.Cut(line, ":")
 		if !ok {
-			return nil, fmt.Errorf("h1: malformed MIME header: missing colon: %q", line)
+			return nil, errors.New("h1: malformed MIME header: missing colon")
 		}
 		if !httpguts.ValidHeaderFieldName(k) {
-			return nil, fmt.Errorf("h1: malformed MIME header line: %q", line)
+			return nil, errors.New("h1: malformed MIME header line: not a field name before the colon")
 		}
 		v = trimBlanks(v)
 		if s != "" && (s[0] == ' ' || s[0] == '\t') {
 			v, s = unfold(v, s)
 		}
 		if !httpguts.ValidHeaderFieldValue(v) {
-			return nil, fmt.Errorf("h1: malformed MIME header line: %q", line)
+			return nil, fmt.Errorf("h1: malformed MIME header line: the value of %s is not a field value", k)
 		}
 		k = canonicalKey(k)
 		if vv := h[k]; vv == nil && len(vals) > 0 {

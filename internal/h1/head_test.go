@@ -317,3 +317,26 @@ func TestReadAnswerAllocs(t *testing.T) {
 		t.Errorf("%v allocations a head, want 4", allocs)
 	}
 }
+
+// TestHeadErrorsQuoteNoValue: a refused head's error names what is wrong,
+// never the portal's text, which may hold a plate (the errors are logged).
+func TestHeadErrorsQuoteNoValue(t *testing.T) {
+	t.Parallel()
+	const plate = "AB123CD"
+	for _, in := range []string{
+		"HTTP/1.1\r\n\r\n" + plate,
+		"HTTP/1.1 2" + plate + " OK\r\n\r\n",
+		"HTTP/1.1 200 OK\r\n " + plate + "\r\n\r\n",
+		"HTTP/1.1 200 OK\r\nDominio " + plate + "\r\n\r\n",
+		"HTTP/1.1 200 OK\r\nDominio " + plate + ": x\r\n\r\n",
+		"HTTP/1.1 200 OK\r\nX-Dominio: " + plate + "\x01\r\n\r\n",
+		plate + " 200 OK\r\n\r\n",
+	} {
+		req := &http.Request{Method: http.MethodGet}
+		var buf []byte
+		_, err := readAnswer(bufio.NewReader(strings.NewReader(in)), req, &buf)
+		if err == nil || strings.Contains(err.Error(), plate) {
+			t.Errorf("%q: error %v, want one that does not quote the plate", in, err)
+		}
+	}
+}
